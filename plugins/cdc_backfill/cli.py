@@ -15,7 +15,40 @@ EPILOG = """examples:
   cdc-backfill doctor                 check PostgreSQL, Java, Spark and Airflow; print the fixes
   cdc-backfill doctor --fix           also migrate Airflow's metadata database
   cdc-backfill doctor --source postgresql+psycopg2://user@host/db
+  cdc-backfill events parse landing/*.jsonl > events.jsonl
 """
+
+
+def _parse_key_columns(items: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for item in items:
+        coll, sep, cols = item.partition("=")
+        if not sep or not coll or not cols:
+            raise SystemExit(f"--key-columns takes COLLECTION=col1,col2, not {item!r}")
+        out[coll] = [c.strip() for c in cols.split(",") if c.strip()]
+    return out
+
+
+def _cmd_events_parse(args: argparse.Namespace) -> int:
+    from cdc_backfill.events import ParseOptions, parse_file
+    from cdc_backfill.events.model import dumps
+
+    options = ParseOptions(
+        format=args.format, collection=args.collection, key_columns=_parse_key_columns(args.key_columns)
+    )
+    out, err = sys.stdout.buffer, sys.stderr.buffer
+    events = quarantined = 0
+    for path in args.files:
+        result = parse_file(path, options)
+        for event in result.events:
+            out.write(dumps(event.to_dict()) + b"\n")
+        for q in result.quarantined:
+            err.write(dumps({"quarantined": q.to_dict()}) + b"\n")
+        events += len(result.events)
+        quarantined += len(result.quarantined)
+    out.flush()
+    print(f"{events} events, {quarantined} records quarantined", file=sys.stderr)
+    return 1 if quarantined else 0
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -53,6 +86,32 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--fix", action="store_true", help="migrate Airflow's metadata DB if needed")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=_cmd_doctor)
+
+    events = sub.add_parser("events", help="read change events in any supported format")
+    events_sub = events.add_subparsers(dest="events_command", metavar="ACTION", required=True)
+    parse = events_sub.add_parser(
+        "parse",
+        help="print one canonical event per line (JSON); quarantined records go to stderr",
+        description="Parse Debezium (PostgreSQL, SQL Server, Oracle, MySQL) or DataWorks JSON records into "
+        "canonical events: collection, op (c/u/d/r/t/m/h), key, before, after, unchanged, position, "
+        "source_ts_ms. Exit 1 if any record was quarantined.",
+        epilog="example: cdc-backfill events parse --collection INVENTORY.CUSTOMERS oracle-topic.jsonl",
+    )
+    parse.add_argument(
+        "files", nargs="+", metavar="FILE", help="JSON-lines files (or a JSON document with an events list)"
+    )
+    parse.add_argument(
+        "--format", choices=["auto", "debezium", "dataworks"], default="auto", help="default: auto"
+    )
+    parse.add_argument("--collection", help="the table of records that do not name one (the topic's table)")
+    parse.add_argument(
+        "--key-columns",
+        action="append",
+        default=[],
+        metavar="COLLECTION=COL,...",
+        help="key of a collection whose records were landed without their Kafka key (repeatable)",
+    )
+    parse.set_defaults(func=_cmd_events_parse)
     return parser
 
 

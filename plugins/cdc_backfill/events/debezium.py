@@ -1,0 +1,212 @@
+"""Debezium change events (PostgreSQL, SQL Server, Oracle, MySQL connectors) as JSON.
+
+Accepted shapes: the value alone, or ``{"key": ..., "value": ...}``; each with or without the JSON
+converter's ``{"schema", "payload"}`` wrapper. This project's own PostgreSQL capture writes the same
+shape with ``source.commit_lsn`` added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cdc_backfill.events import positions as pos
+from cdc_backfill.events.model import UNAVAILABLE, ChangeEvent, ParseError
+from cdc_backfill.events.semantic import decode_row, envelope_field, struct_decoders
+
+DEBEZIUM_OPS = frozenset("cudrtm")
+# The TOAST placeholder as Debezium writes it for text, arrays and bytea (base64 of the same text).
+_UNAVAILABLE_FORMS = (UNAVAILABLE, [UNAVAILABLE], "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==")
+
+
+def unwrap(part: Any) -> tuple[dict[str, Any] | None, Any]:
+    """(schema, payload) of a part written by the JSON converter with schemas on; (None, part) without."""
+    if isinstance(part, dict) and "payload" in part and "schema" in part and len(part) == 2:
+        return part["schema"], part["payload"]
+    return None, part
+
+
+def split_record(record: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """(key part, value part, has key part) of a record that is a key/value pair or a value alone."""
+    if "value" in record and set(record) <= {"key", "value", "topic", "partition", "offset", "timestamp"}:
+        return record.get("key"), record["value"], "key" in record
+    return None, record, False
+
+
+def delivery_offset(record: dict[str, Any]) -> tuple[int, ...] | None:
+    """A Kafka (partition, offset) that a sink kept beside key and value: the delivery order."""
+    if "offset" in record and "value" in record:
+        partition = record.get("partition", 0)
+        return (pos.as_int(partition, "partition"), pos.as_int(record["offset"], "offset"))
+    return None
+
+
+def _connector(source: Mapping[str, Any]) -> str:
+    name = source.get("connector")
+    if isinstance(name, str) and name:
+        return name.lower()
+    # Documentation examples sometimes leave the connector out: tell by the position fields.
+    if "commit_lsn" in source and isinstance(source.get("commit_lsn"), str) and ":" in source["commit_lsn"]:
+        return "sqlserver"
+    if "scn" in source or "commit_scn" in source:
+        return "oracle"
+    if "lsn" in source or "sequence" in source:
+        return "postgresql"
+    if "file" in source and "pos" in source:
+        return "mysql"
+    return "unknown"
+
+
+def _collection(source: Mapping[str, Any], connector: str, hint: str | None) -> str | None:
+    schema, table, db = source.get("schema"), source.get("table"), source.get("db")
+    if connector == "mysql" and db and table:
+        return f"{db}.{table}"
+    if schema and table:
+        return f"{schema}.{table}"
+    return hint
+
+
+def _position(source: Mapping[str, Any], connector: str, offset: tuple[int, ...] | None) -> tuple[int, ...]:
+    if connector == "postgresql":
+        if source.get("commit_lsn") is not None:  # this project's capture: exact commit order
+            return (pos.pg_lsn(source["commit_lsn"], "commit_lsn"), pos.pg_lsn(source.get("lsn"), "lsn"))
+        if offset is not None:  # the order the stream delivered the event
+            return offset
+        seq = pos.debezium_pg_sequence(source.get("sequence"))
+        if seq is not None:
+            return seq
+        if source.get("lsn") is not None:
+            # No sequence (older connectors, abbreviated examples): placed as if it committed at its own
+            # LSN, which is exact for one-change transactions.
+            lsn = pos.pg_lsn(source["lsn"])
+            return (lsn, lsn)
+        return ()
+    if connector == "sqlserver":
+        commit = source.get("commit_lsn")
+        if commit is None:
+            return offset or ()
+        change = source.get("change_lsn")
+        serial = source.get("event_serial_no")
+        return (
+            pos.sqlserver_lsn(commit, "commit_lsn"),
+            0 if change is None else pos.sqlserver_lsn(change, "change_lsn"),
+            0 if serial is None else pos.as_int(serial, "event_serial_no"),
+        )
+    if connector == "oracle":
+        scn = source.get("scn")
+        commit = source.get("commit_scn")
+        if scn is None and commit is None:
+            return offset or ()
+        scn_i = pos.as_int(scn if scn is not None else commit, "scn")
+        return (pos.as_int(commit, "commit_scn") if commit is not None else scn_i, scn_i)
+    if connector == "mysql":
+        binlog = source.get("file")
+        if isinstance(binlog, str) and "." in binlog and source.get("pos") is not None:
+            index = pos.as_int(binlog.rsplit(".", 1)[1], "binlog file index")
+            return (index, pos.as_int(source["pos"], "pos"), pos.as_int(source.get("row") or 0, "row"))
+        return offset or ()
+    return offset or ()
+
+
+def _toast(after: dict[str, Any] | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """Columns carrying the unavailable-value placeholder leave ``after`` and are listed as unchanged."""
+    if not after:
+        return after, ()
+    unchanged = tuple(k for k, v in after.items() if any(v == form for form in _UNAVAILABLE_FORMS))
+    if not unchanged:
+        return after, ()
+    return {k: v for k, v in after.items() if k not in unchanged}, unchanged
+
+
+def _ts(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        return pos.as_int(value, "ts_ms")
+    except ParseError:
+        return None  # a timestamp is informational: a bad one does not lose the event
+
+
+def _key_from_row(row: dict[str, Any] | None, columns: Sequence[str]) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    missing = [c for c in columns if c not in row]
+    if missing:
+        raise ParseError(f"key column(s) {missing} not in the row")
+    return {c: row[c] for c in columns}
+
+
+def parse_debezium(
+    record: dict[str, Any],
+    *,
+    collection: str | None = None,
+    key_columns: Mapping[str, Sequence[str]] | None = None,
+    offset: tuple[int, ...] | None = None,
+) -> list[ChangeEvent]:
+    """The events of one Debezium record: none for a tombstone, one otherwise.
+
+    ``collection`` names the table when the record does not (the topic a sink read it from);
+    ``key_columns`` gives a collection's key for records landed without their Kafka key;
+    ``offset`` is the delivery order (PostgreSQL events are ordered by it when given).
+    """
+    key_part, value_part, has_key = split_record(record)
+    offset = delivery_offset(record) or offset
+    key_schema, key_payload = unwrap(key_part)
+    value_schema, value = unwrap(value_part)
+    if value is None:
+        return []  # tombstone: carries no change (log compaction's delete marker)
+    if not isinstance(value, dict):
+        raise ParseError(f"value is not an object: {type(value).__name__}")
+    if "status" in value and "id" in value and "op" not in value:
+        return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]  # transaction marker
+    if "op" not in value and ("ddl" in value or "tableChanges" in value):
+        return [ChangeEvent(None, "h", None, None, None, (), _ts(value.get("ts_ms")), format="debezium")]
+    op = value.get("op")
+    if op not in DEBEZIUM_OPS:
+        raise ParseError(f"unknown op {op!r}")
+    source = value.get("source")
+    if not isinstance(source, dict):
+        source = {}
+    connector = _connector(source)
+    fmt = f"debezium-{connector}"
+    position = _position(source, connector, offset)
+    ts = _ts(source.get("ts_ms"))
+    if ts is None:
+        ts = _ts(value.get("ts_ms"))
+    snapshot = source.get("snapshot")
+    snapshot_s = None if snapshot is None else str(snapshot).lower()
+
+    if op == "m":
+        message = value.get("message")
+        return [ChangeEvent(None, "m", None, None, None, position, ts, format=fmt, message=message)]
+
+    coll = _collection(source, connector, collection)
+    if not coll:
+        raise ParseError("no collection: source has no schema/table and none was given for the file")
+    if op == "t":
+        return [ChangeEvent(coll, "t", None, None, None, position, ts, format=fmt, snapshot=snapshot_s)]
+
+    before, after = value.get("before"), value.get("after")
+    for name, row in (("before", before), ("after", after)):
+        if row is not None and not isinstance(row, dict):
+            raise ParseError(f"{name} is not an object: {type(row).__name__}")
+    if op in "cur" and after is None:
+        raise ParseError(f"op {op} without an after row")
+    if op == "d" and before is None and key_payload is None:
+        raise ParseError("delete without a before row or a key")
+    if value_schema is not None:
+        before = decode_row(before, struct_decoders(envelope_field(value_schema, "before")))
+        after = decode_row(after, struct_decoders(envelope_field(value_schema, "after")))
+    after, unchanged = _toast(after)
+
+    if has_key and key_payload is not None:
+        if not isinstance(key_payload, dict):
+            raise ParseError(f"key is not an object: {key_payload!r}")
+        key = decode_row(key_payload, struct_decoders(key_schema)) if key_schema else dict(key_payload)
+    elif key_columns and coll in key_columns:
+        key = _key_from_row(after if after is not None else before, key_columns[coll])
+    else:
+        raise ParseError(f"missing key for {coll}: no Kafka key and no key columns known for it")
+    return [
+        ChangeEvent(coll, op, key, before, after, position, ts, unchanged, format=fmt, snapshot=snapshot_s)
+    ]

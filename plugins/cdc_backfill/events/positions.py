@@ -1,0 +1,76 @@
+"""Stream positions as tuples of non-negative integers, compared element by element (DESIGN.md §5).
+
+Every source writes its position differently; all are turned into integers here so that no position
+is ever compared as a string ("0000000A" vs "00000009", "10" vs "9") or as a float.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cdc_backfill.events.model import ParseError
+
+# A DataWorks update's two halves share one sequenceId: the before-half sorts first.
+DATAWORKS_BEFORE_HALF = 0
+DATAWORKS_OTHER = 1
+
+
+def as_int(value: Any, what: str) -> int:
+    """A decimal integer of any size from an int or a digit string (SCNs, sequenceIds, LSNs)."""
+    if isinstance(value, bool):
+        raise ParseError(f"{what} is a boolean, not an integer")
+    if isinstance(value, int):
+        if value < 0:
+            raise ParseError(f"{what} is negative: {value}")
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise ParseError(f"{what} is not an integer: {value!r}")
+
+
+def sqlserver_lsn(value: Any, what: str = "LSN") -> int:
+    """``"00000027:00000758:0003"`` as one number: the fixed-width hex parts concatenated.
+
+    SQL Server LSNs are (VLF sequence, log block, slot) in fixed widths 8:8:4, so the concatenated hex
+    compares exactly like the LSN. A missing LSN (``None``) is an error: it cannot be ordered.
+    """
+    if not isinstance(value, str):
+        raise ParseError(f"{what} is not a hex string: {value!r}")
+    parts = value.split(":")
+    if len(parts) != 3 or [len(p) for p in parts] != [8, 8, 4]:
+        raise ParseError(f"{what} is not of the form XXXXXXXX:XXXXXXXX:XXXX: {value!r}")
+    try:
+        return int("".join(parts), 16)
+    except ValueError:
+        raise ParseError(f"{what} has a non-hex digit: {value!r}") from None
+
+
+def pg_lsn(value: Any, what: str = "lsn") -> int:
+    """A PostgreSQL LSN from Debezium's integer form or the server's text form ``16/B374D848``."""
+    if isinstance(value, str) and "/" in value:
+        hi, _, lo = value.partition("/")
+        try:
+            return (int(hi, 16) << 32) | int(lo, 16)
+        except ValueError:
+            raise ParseError(f"{what} is not an LSN: {value!r}") from None
+    return as_int(value, what)
+
+
+def debezium_pg_sequence(value: Any) -> tuple[int, int] | None:
+    """Debezium PostgreSQL's ``source.sequence``: a JSON text ``["<last commit lsn>", "<lsn>"]``.
+
+    Either element may be null (the first event after a start); None when absent or unusable.
+    """
+    if value is None:
+        return None
+    try:
+        seq = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ParseError(f"source.sequence is not JSON: {value!r}") from None
+    if not isinstance(seq, list) or len(seq) != 2:
+        raise ParseError(f"source.sequence is not a pair: {value!r}")
+    last_commit = 0 if seq[0] is None else as_int(seq[0], "source.sequence[0]")
+    if seq[1] is None:
+        return None
+    return (last_commit, as_int(seq[1], "source.sequence[1]"))
