@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv test test-fast demo doctor lint format lock clean
+.PHONY: venv test test-fast demo doctor bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,10 @@ demo: $(STAMP)
 
 doctor: $(STAMP)
 	$(BIN)/cdc-backfill doctor
+
+# Every figure next to a reference measured in the same run; tables printed, JSON in bench/results/.
+bench: $(STAMP)
+	$(PY) -m bench.parse_events --events $(or $(EVENTS),1000000)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -13,7 +13,17 @@ from tests.conftest import ROOT
 PLUGINS = ROOT / "plugins"
 
 # Modules that must import neither Airflow nor Spark (DESIGN.md §7).
-PURE_MODULES = ["cdc_backfill", "cdc_backfill.config", "cdc_backfill.runtime", "cdc_backfill.doctor"]
+PURE_MODULES = [
+    "cdc_backfill",
+    "cdc_backfill.config",
+    "cdc_backfill.runtime",
+    "cdc_backfill.doctor",
+    "cdc_backfill.events",
+    "cdc_backfill.events.debezium",
+    "cdc_backfill.events.dataworks",
+    "cdc_backfill.events.positions",
+    "cdc_backfill.events.semantic",
+]
 
 
 def _imported_after(statement: str) -> set[str]:

@@ -30,8 +30,9 @@ def _parse_key_columns(items: list[str]) -> dict[str, list[str]]:
 
 
 def _cmd_events_parse(args: argparse.Namespace) -> int:
-    from cdc_backfill.events import ParseOptions, parse_file
+    from cdc_backfill.events import ParseOptions, Quarantined
     from cdc_backfill.events.model import dumps
+    from cdc_backfill.events.parse import iter_file
 
     options = ParseOptions(
         format=args.format, collection=args.collection, key_columns=_parse_key_columns(args.key_columns)
@@ -39,13 +40,14 @@ def _cmd_events_parse(args: argparse.Namespace) -> int:
     out, err = sys.stdout.buffer, sys.stderr.buffer
     events = quarantined = 0
     for path in args.files:
-        result = parse_file(path, options)
-        for event in result.events:
-            out.write(dumps(event.to_dict()) + b"\n")
-        for q in result.quarantined:
-            err.write(dumps({"quarantined": q.to_dict()}) + b"\n")
-        events += len(result.events)
-        quarantined += len(result.quarantined)
+        for _lineno, item in iter_file(path, options):
+            if isinstance(item, Quarantined):
+                err.write(dumps({"quarantined": item.to_dict()}) + b"\n")
+                quarantined += 1
+                continue
+            for event in item:
+                out.write(dumps(event.to_dict()) + b"\n")
+                events += 1
     out.flush()
     print(f"{events} events, {quarantined} records quarantined", file=sys.stderr)
     return 1 if quarantined else 0

@@ -11,7 +11,7 @@ import orjson
 
 from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
 from cdc_backfill.events.debezium import parse_debezium
-from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined
+from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
 
 FORMATS = ("auto", "debezium", "dataworks")
 RECORD_EXCERPT = 2000  # characters of a quarantined record kept beside its reason
@@ -30,6 +30,9 @@ class ParseOptions:
             raise ValueError(f"unknown format {self.format!r}: one of {', '.join(FORMATS)}")
 
 
+DEFAULT_OPTIONS = ParseOptions()
+
+
 def loads(text: str | bytes) -> Any:
     """JSON to Python; integers beyond 64 bits (large SCNs, sequenceIds) fall back to the slow parser."""
     try:
@@ -44,7 +47,7 @@ def loads(text: str | bytes) -> Any:
 
 
 def parse_record(
-    record: Any, options: ParseOptions = ParseOptions(), offset: tuple[int, ...] | None = None
+    record: Any, options: ParseOptions = DEFAULT_OPTIONS, offset: tuple[int, ...] | None = None
 ) -> list[ChangeEvent]:
     """The canonical events of one decoded record (possibly none: a tombstone)."""
     if not isinstance(record, dict):
@@ -66,7 +69,7 @@ class ParseResult:
 
 
 def parse_lines(
-    lines: Iterable[str | bytes], file: str | None = None, options: ParseOptions = ParseOptions()
+    lines: Iterable[str | bytes], file: str | None = None, options: ParseOptions = DEFAULT_OPTIONS
 ) -> Iterator[tuple[int, list[ChangeEvent] | Quarantined]]:
     """(line number, events or the quarantine entry) for each non-blank line of a JSON-lines file."""
     for lineno, line in enumerate(lines, start=1):
@@ -84,21 +87,38 @@ def parse_lines(
             yield lineno, Quarantined(reason, file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])
 
 
-def parse_file(path: str, options: ParseOptions = ParseOptions()) -> ParseResult:
-    """All events and quarantined records of one JSON-lines file (or a JSON document: see below).
+def iter_file(
+    path: str, options: ParseOptions = DEFAULT_OPTIONS
+) -> Iterator[tuple[int, list[ChangeEvent] | Quarantined]]:
+    """Stream (line number, events or quarantine entry) from a JSON-lines file, one line in memory.
 
-    A file holding one JSON document with an ``events`` list (the fixture form) is read as that list.
+    A file whose first line is not a JSON value but which as a whole is a JSON document with an
+    ``events`` list (the fixture form) is read as that list; its "lines" are the list's indexes.
     """
-    result = ParseResult()
     with open(path, "rb") as fh:
-        data = fh.read()
-    stripped = data.lstrip()
-    if stripped.startswith(b"{") and b"\n" in stripped.strip() and _is_document(stripped):
-        doc = loads(stripped)
-        lines: Iterable[bytes] = (orjson.dumps(e) for e in doc["events"])
-    else:
-        lines = data.splitlines()
-    for _lineno, item in parse_lines(lines, path, options):
+        first = fh.readline()
+        while first and not first.strip():
+            first = fh.readline()
+        try:
+            loads(first)
+        except ParseError:
+            fh.seek(0)
+            data = fh.read()
+            try:
+                doc = loads(data)
+            except ParseError:
+                doc = None
+            if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+                yield from parse_lines((dumps(e) for e in doc["events"]), path, options)
+                return
+        fh.seek(0)
+        yield from parse_lines(fh, path, options)
+
+
+def parse_file(path: str, options: ParseOptions = DEFAULT_OPTIONS) -> ParseResult:
+    """All events and quarantined records of one file (see :func:`iter_file`), counted."""
+    result = ParseResult()
+    for _lineno, item in iter_file(path, options):
         result.records += 1
         if isinstance(item, Quarantined):
             result.quarantined.append(item)
@@ -107,12 +127,3 @@ def parse_file(path: str, options: ParseOptions = ParseOptions()) -> ParseResult
         else:
             result.events.extend(item)
     return result
-
-
-def _is_document(data: bytes) -> bool:
-    """A pretty-printed JSON document with an ``events`` list rather than JSON lines."""
-    try:
-        doc = loads(data)
-    except ParseError:
-        return False
-    return isinstance(doc, dict) and isinstance(doc.get("events"), list)

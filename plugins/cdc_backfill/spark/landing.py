@@ -1,0 +1,174 @@
+"""Landing-zone JSON lines to canonical events at scale, with the same parser as the pure-Python path.
+
+Each landing file is parsed whole by one Python worker (``mapInArrow``), so every record keeps its file
+and line, and the Spark path can never disagree with ``cdc-backfill events parse``. Landing files are
+rolled by size (the capture writes tens of MB), which bounds a worker's memory.
+
+Row values (``key``, ``before``, ``after``) stay JSON text: collections differ in columns, and the
+state writer types them per collection. ``position`` is ``array<decimal(38,0)>``: Spark orders arrays
+element by element, and 38 digits hold 80-bit SQL Server LSNs and any SCN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DecimalType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from cdc_backfill.events.model import Quarantined, dumps
+from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
+
+POSITION_TYPE = ArrayType(DecimalType(38, 0), containsNull=False)
+
+# What the Python workers return: positions as digit strings (cast to decimals in the JVM, which is
+# much faster than building Python Decimals), quarantined records in the same rows with a reason.
+_PARSED_SCHEMA = StructType(
+    [
+        StructField("collection", StringType()),
+        StructField("op", StringType()),
+        StructField("key", StringType()),
+        StructField("before", StringType()),
+        StructField("after", StringType()),
+        StructField("unchanged", ArrayType(StringType())),
+        StructField("position", ArrayType(StringType())),
+        StructField("source_ts_ms", LongType()),
+        StructField("format", StringType()),
+        StructField("snapshot", StringType()),
+        StructField("file", StringType()),
+        StructField("line", LongType()),
+        StructField("quarantine_reason", StringType()),
+        StructField("record", StringType()),
+    ]
+)
+
+EVENT_COLUMNS = [
+    "collection",
+    "op",
+    "key",
+    "before",
+    "after",
+    "unchanged",
+    "position",
+    "source_ts_ms",
+    "format",
+    "snapshot",
+    "file",
+    "line",
+]
+QUARANTINE_COLUMNS = ["file", "line", "quarantine_reason", "record"]
+_ARROW_SCHEMA = pa.schema(
+    [
+        ("collection", pa.string()),
+        ("op", pa.string()),
+        ("key", pa.string()),
+        ("before", pa.string()),
+        ("after", pa.string()),
+        ("unchanged", pa.list_(pa.string())),
+        ("position", pa.list_(pa.string())),
+        ("source_ts_ms", pa.int64()),
+        ("format", pa.string()),
+        ("snapshot", pa.string()),
+        ("file", pa.string()),
+        ("line", pa.int64()),
+        ("quarantine_reason", pa.string()),
+        ("record", pa.string()),
+    ]
+)
+_BATCH_ROWS = 20_000
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else dumps(value).decode()
+
+
+def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+    cols: dict[str, list[Any]] = {name: [] for name in _ARROW_SCHEMA.names}
+
+    def flush() -> pa.RecordBatch:
+        batch = pa.RecordBatch.from_pydict(cols, schema=_ARROW_SCHEMA)
+        for v in cols.values():
+            v.clear()
+        return batch
+
+    def add(**row: Any) -> None:
+        for name in _ARROW_SCHEMA.names:
+            cols[name].append(row.get(name))
+
+    for batch in batches:
+        paths = batch.column("path").to_pylist()
+        contents = batch.column("content")
+        for i, path in enumerate(paths):
+            data: bytes = contents[i].as_py()
+            for lineno, item in parse_lines(data.splitlines(), path, options):
+                if isinstance(item, Quarantined):
+                    add(file=path, line=lineno, quarantine_reason=item.reason, record=item.record)
+                else:
+                    for ev in item:
+                        add(
+                            collection=ev.collection,
+                            op=ev.op,
+                            key=_json(ev.key),
+                            before=_json(ev.before),
+                            after=_json(ev.after),
+                            unchanged=list(ev.unchanged),
+                            position=[str(p) for p in ev.position],
+                            source_ts_ms=ev.source_ts_ms,
+                            format=ev.format,
+                            snapshot=ev.snapshot,
+                            file=path,
+                            line=lineno,
+                        )
+                if len(cols["file"]) >= _BATCH_ROWS:
+                    yield flush()
+    if cols["file"]:
+        yield flush()
+
+
+def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:
+    """``(path, content)`` rows, as the ``binaryFile`` source gives them, to parsed rows.
+
+    Events and quarantined records come out together; split them with :func:`events_only` and
+    :func:`quarantined_only`.
+    """
+    parsed = files.select("path", "content").mapInArrow(
+        lambda it: _parse_batches(it, options), _PARSED_SCHEMA
+    )
+    return parsed.withColumn("position", _position_as_decimals(F.col("position")))
+
+
+def _position_as_decimals(col: Column) -> Column:
+    return F.transform(col, lambda x: x.cast(DecimalType(38, 0)))
+
+
+def events_only(parsed: DataFrame) -> DataFrame:
+    return parsed.where(F.col("quarantine_reason").isNull()).select(*EVENT_COLUMNS)
+
+
+def quarantined_only(parsed: DataFrame) -> DataFrame:
+    return parsed.where(F.col("quarantine_reason").isNotNull()).select(*QUARANTINE_COLUMNS)
+
+
+def read_landing_files(spark: SparkSession, path: str, pattern: str = "*.json*") -> DataFrame:
+    """The I/O edge: every file under ``path`` (recursively) whose name matches ``pattern``."""
+    return (
+        spark.read.format("binaryFile")
+        .option("pathGlobFilter", pattern)
+        .option("recursiveFileLookup", "true")
+        .load(path)
+    )
+
+
+def landing_events(spark: SparkSession, path: str, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:
+    """A landing-zone directory of JSON lines as parsed rows (events and quarantined records)."""
+    return read_landing_files(spark, path).transform(lambda files: parse_landing_files(files, options))
