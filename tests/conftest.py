@@ -93,6 +93,26 @@ def pg_url(pg_server: PgServer) -> str:
     return pg_server.url
 
 
+@pytest.fixture
+def fresh_db(pg_server: PgServer) -> Iterator[str]:
+    """A new empty database on the test server for one test; dropped afterwards. Returns its URL."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(pg_server.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = pg_server.url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 # ---------------------------------------------------------------- Spark
 
 

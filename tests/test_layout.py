@@ -23,6 +23,11 @@ PURE_MODULES = [
     "cdc_backfill.events.dataworks",
     "cdc_backfill.events.positions",
     "cdc_backfill.events.semantic",
+    "cdc_backfill.signals",
+    "cdc_backfill.signals.store",
+    "cdc_backfill.signals.tables",
+    "cdc_backfill.cli",
+    "cdc_backfill.cli_signal",
 ]
 
 

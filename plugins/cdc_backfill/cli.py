@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="key of a collection whose records were landed without their Kafka key (repeatable)",
     )
     parse.set_defaults(func=_cmd_events_parse)
+
+    from cdc_backfill.cli_signal import add_signal_parser
+
+    add_signal_parser(sub)
     return parser
 
 

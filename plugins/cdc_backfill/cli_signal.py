@@ -1,0 +1,233 @@
+"""``cdc-backfill signal ...``: send, list and set up signals. Thin: the work is in cdc_backfill.signals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+SIGNAL_EPILOG = """examples (every option):
+  cdc-backfill signal init --source postgresql+psycopg2://cdc@db:5432/app
+  cdc-backfill signal init --print-sql --dialect mssql --signal-table dbo.cdc_signal
+  cdc-backfill signal execute-snapshot --collections 'public\\.orders' 'public\\.customer.*'
+  cdc-backfill signal execute-snapshot --collections public.orders --condition "status = 'open' AND amount > 10"
+  cdc-backfill signal execute-snapshot --collections 'public\\..*' \\
+      --conditions '[{"data-collection": "public.orders", "filter": "region = '"'"'EU'"'"'"}]'
+  cdc-backfill signal execute-snapshot --collections public.events --surrogate-key event_id --chunk-size 10000 --id backfill-2026-11
+  cdc-backfill signal execute-snapshot --collections public.orders --dry-run     # check only, write nothing
+  cdc-backfill signal stop-snapshot                                              # stop everything running
+  cdc-backfill signal stop-snapshot --collections public.orders
+  cdc-backfill signal pause-snapshot
+  cdc-backfill signal resume-snapshot
+  cdc-backfill signal log --message "backfill of orders started by ops"
+  cdc-backfill signal list --json
+
+The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
+Exit status: 0 written, 2 refused (the reason is printed; nothing is written), 3 the source cannot be reached.
+"""
+
+
+def _source_url(args: argparse.Namespace) -> str:
+    from cdc_backfill.config import resolve_source
+
+    setting = resolve_source(args.source)
+    if setting is None:
+        raise SystemExit("no source: give --source URL, or set CDC_BACKFILL_SOURCE_URL, or a config file")
+    return setting.url
+
+
+def _store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from cdc_backfill.signals.store import SignalStore
+
+    return SignalStore(_source_url(args), args.signal_table)
+
+
+def _signal_from_args(args: argparse.Namespace) -> Any:
+    from cdc_backfill.signals.model import AdditionalCondition, Signal, SignalError, new_signal_id
+
+    sid = args.id or new_signal_id()
+    kind = args.signal_command
+    if kind == "execute-snapshot":
+        conditions: tuple[AdditionalCondition, ...] = ()
+        if args.conditions is not None:
+            try:
+                raw = json.loads(args.conditions)
+            except ValueError as exc:
+                raise SignalError(f"--conditions is not valid JSON: {exc}") from None
+            if not isinstance(raw, list) or not all(
+                isinstance(c, dict)
+                and isinstance(c.get("data-collection"), str)
+                and isinstance(c.get("filter"), str)
+                for c in raw
+            ):
+                raise SignalError(
+                    '--conditions must be a JSON list of {"data-collection": ..., "filter": ...}'
+                )
+            conditions = tuple(AdditionalCondition(c["data-collection"], c["filter"]) for c in raw)
+        return Signal(
+            sid,
+            kind,
+            collections=tuple(args.collections),
+            snapshot_type="incremental",
+            conditions=conditions,
+            condition=args.condition,
+            surrogate_key=args.surrogate_key,
+            chunk_size=args.chunk_size,
+        )
+    if kind == "stop-snapshot":
+        return Signal(sid, kind, collections=tuple(args.collections or ()), snapshot_type="incremental")
+    if kind == "log":
+        return Signal(sid, kind, message=args.message)
+    return Signal(sid, kind, snapshot_type="incremental")
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import OperationalError
+
+    from cdc_backfill.config import mask_url
+    from cdc_backfill.signals.model import SignalError
+
+    try:
+        signal = _signal_from_args(args)
+        store = _store(args)
+        validated = store.check(signal) if args.dry_run else store.send(signal)
+    except SignalError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 2
+    except OperationalError as exc:
+        print(f"cannot reach the source {mask_url(store.url)}: {str(exc.orig).strip()}", file=sys.stderr)
+        return 3
+    verb = "would write" if args.dry_run else "written"
+    targets = ", ".join(validated.collections)
+    print(
+        f"{signal.type} {signal.id} {verb} to {store.signal_collection}"
+        + (f" for {targets}" if targets else "")
+    )
+    print(f"data: {signal.data_json()}")
+    return 0
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from sqlalchemy.engine import make_url
+
+    from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, ddl_statements, split_name
+
+    if args.print_sql:
+        dialect = args.dialect or make_url(_source_url(args)).get_backend_name()
+        schema, name = split_name(args.signal_table or SIGNAL_TABLE)
+        for stmt in ddl_statements(dialect, schema or DEFAULT_SCHEMAS.get(dialect), name):
+            print(stmt + ";\n")
+        return 0
+    store = _store(args)
+    created = store.init()
+    print(f"created {', '.join(created)}" if created else "signal tables already exist", f"in {store.schema}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    views = _store(args).list()
+    if args.json:
+        print(json.dumps([v.to_dict() for v in views], indent=2))
+        return 0
+    rows = [("id", "type", "collections", "status", "progress", "received at", "reason")]
+    for v in views:
+        progress = ""
+        if v.progress:
+            progress = ", ".join(f"{k}={val}" for k, val in v.progress.items())
+        rows.append(
+            (
+                v.id,
+                v.type,
+                ",".join(v.collections) or "-",
+                v.status,
+                progress or "-",
+                v.received_at or "-",
+                v.reason or "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    for r in rows:
+        print("  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6])
+    return 0
+
+
+def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    signal = sub.add_parser(
+        "signal",
+        help="send, list and set up snapshot signals (Debezium's signal table)",
+        description="Write execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot and log signals "
+        "into the source's signal table, checked first against the source's catalog.",
+        epilog=SIGNAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--source", metavar="URL", help="SQLAlchemy URL of the source database")
+    common.add_argument(
+        "--signal-table",
+        metavar="SCHEMA.TABLE",
+        help="the signal table (default: cdc_signal in public / dbo)",
+    )
+    send = argparse.ArgumentParser(add_help=False, parents=[common])
+    send.add_argument("--id", help="the signal id (default: sig-<utc time>-<random>); at most 42 characters")
+    send.add_argument("--dry-run", action="store_true", help="check everything, write nothing")
+    kinds = signal.add_subparsers(dest="signal_command", metavar="ACTION", required=True)
+
+    init = kinds.add_parser("init", parents=[common], help="create the signal and status tables if missing")
+    init.add_argument("--print-sql", action="store_true", help="print the CREATE TABLE statements instead")
+    init.add_argument(
+        "--dialect", choices=["postgresql", "mssql", "oracle", "mysql"], help="with --print-sql"
+    )
+    init.set_defaults(func=_cmd_init)
+
+    ex = kinds.add_parser(
+        "execute-snapshot",
+        parents=[send],
+        help="start an incremental snapshot of the tables matching the patterns",
+        epilog="example: cdc-backfill signal execute-snapshot --collections public.orders --condition \"status = 'open'\"",
+    )
+    ex.add_argument(
+        "--collections", nargs="+", required=True, metavar="REGEX", help="whole-name patterns, schema.table"
+    )
+    cond = ex.add_mutually_exclusive_group()
+    cond.add_argument(
+        "--condition", metavar="SQL", help="one predicate over the tables' columns, for every table"
+    )
+    cond.add_argument(
+        "--conditions", metavar="JSON", help='per table: [{"data-collection": "REGEX", "filter": "SQL"}, ...]'
+    )
+    ex.add_argument(
+        "--surrogate-key", metavar="COLUMN", help="the column to chunk by instead of the primary key"
+    )
+    ex.add_argument(
+        "--chunk-size", type=int, metavar="N", help="rows per chunk (1 to 1,000,000; default 4096)"
+    )
+    ex.set_defaults(func=_cmd_send)
+
+    stop = kinds.add_parser(
+        "stop-snapshot",
+        parents=[send],
+        help="stop running snapshots (all, or those of the patterns)",
+        epilog="example: cdc-backfill signal stop-snapshot --collections public.orders",
+    )
+    stop.add_argument("--collections", nargs="*", metavar="REGEX", help="default: every running snapshot")
+    stop.set_defaults(func=_cmd_send)
+    for name, text in (
+        ("pause-snapshot", "pause between chunks"),
+        ("resume-snapshot", "resume a paused snapshot"),
+    ):
+        p = kinds.add_parser(name, parents=[send], help=text, epilog=f"example: cdc-backfill signal {name}")
+        p.set_defaults(func=_cmd_send)
+    lg = kinds.add_parser(
+        "log", parents=[send], help="write a message into the stream (Debezium logs it)",
+        epilog='example: cdc-backfill signal log --message "orders backfill started"',
+    )  # fmt: skip
+    lg.add_argument("--message", required=True, help="the text to log")
+    lg.set_defaults(func=_cmd_send)
+
+    ls = kinds.add_parser(
+        "list", parents=[common], help="every signal with its status, progress and reason",
+        epilog="example: cdc-backfill signal list --json",
+    )  # fmt: skip
+    ls.add_argument("--json", action="store_true", help="print JSON for scripts")
+    ls.set_defaults(func=_cmd_list)

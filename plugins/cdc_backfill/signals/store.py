@@ -1,0 +1,277 @@
+"""Signals in the source database: create the tables, send, read back, record and list statuses.
+
+This is the one Python API under the ``cdc-backfill signal`` commands and the Airflow operators.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from cdc_backfill.config import mask_url
+from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
+from cdc_backfill.signals.model import Signal, SignalError, check_row_limits
+from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name
+from cdc_backfill.signals.validate import ValidatedSignal, validate
+
+log = logging.getLogger(__name__)
+
+SYSTEM_SCHEMAS = {
+    "postgresql": {"pg_catalog", "information_schema", "pg_toast"},
+    "mssql": {"sys", "INFORMATION_SCHEMA", "guest", "db_owner", "db_accessadmin", "db_securityadmin",
+              "db_ddladmin", "db_backupoperator", "db_datareader", "db_datawriter", "db_denydatareader",
+              "db_denydatawriter", "cdc"},
+    "oracle": {"SYS", "SYSTEM", "OUTLN", "XDB", "MDSYS", "CTXSYS", "DBSNMP", "APPQOSSYS", "GSMADMIN_INTERNAL",
+               "LOGMINER", "ORDSYS", "WMSYS", "OJVMSYS", "AUDSYS"},
+    "mysql": {"mysql", "information_schema", "performance_schema", "sys"},
+}  # fmt: skip
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class SignalView:
+    """One line of ``signal list``."""
+
+    id: str
+    type: str
+    collections: list[str]
+    status: str
+    progress: dict[str, Any] | None
+    received_at: str | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class SignalStore:
+    """The signal and status tables of one source database."""
+
+    def __init__(self, url: str, signal_table: str | None = None, engine: sa.Engine | None = None) -> None:
+        self.url = url
+        self.engine = engine or sa.create_engine(url, pool_pre_ping=True)
+        self.dialect = self.engine.dialect.name
+        schema, name = split_name(signal_table or SIGNAL_TABLE)
+        self.schema = schema or DEFAULT_SCHEMAS.get(self.dialect)
+        self.signal, self.status = signal_tables(self.schema, name)
+
+    def __repr__(self) -> str:
+        return f"SignalStore({mask_url(self.url)}, {self.signal_collection})"
+
+    @property
+    def signal_collection(self) -> str:
+        return collection_name(self.schema or "", self.signal.name) if self.schema else self.signal.name
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        if not self.schema:
+            return ()
+        return (
+            collection_name(self.schema, self.signal.name),
+            collection_name(self.schema, self.status.name),
+        )
+
+    # ------------------------------------------------------------ tables
+
+    def init(self) -> list[str]:
+        """Create the signal and status tables if missing; return the names created (idempotent)."""
+        created = []
+        with self.engine.begin() as conn:
+            for table in (self.signal, self.status):
+                if not sa.inspect(conn).has_table(table.name, schema=self.schema):
+                    table.create(conn)
+                    created.append(table.name)
+        return created
+
+    def catalog(self) -> Catalog:
+        """Every user table of the source with its columns and primary key (reflected in bulk)."""
+        insp = sa.inspect(self.engine)
+        skip = SYSTEM_SCHEMAS.get(self.dialect, set())
+        tables: list[TableInfo] = []
+        for schema in insp.get_schema_names():
+            if schema in skip or schema.startswith("pg_temp") or schema.startswith("pg_toast"):
+                continue
+            columns = insp.get_multi_columns(schema=schema)
+            pks = insp.get_multi_pk_constraint(schema=schema)
+            for (sch, table), cols in columns.items():
+                pk = pks.get((sch, table)) or {}
+                tables.append(
+                    TableInfo(
+                        sch or schema,
+                        table,
+                        tuple(c["name"] for c in cols),
+                        tuple(pk.get("constrained_columns") or ()),
+                    )
+                )
+        return Catalog(self.dialect, tuple(sorted(tables, key=lambda t: t.collection)))
+
+    # ------------------------------------------------------------ send
+
+    def check(self, signal: Signal, catalog: Catalog | None = None) -> ValidatedSignal:
+        """Everything a send checks, without writing: the signal is refused (SignalError) or returned resolved."""
+        check_row_limits(signal)
+        validated = validate(signal, catalog or self.catalog(), self.protected)
+        validated.raise_if_any_error()
+        return validated
+
+    def send(self, signal: Signal, catalog: Catalog | None = None) -> ValidatedSignal:
+        """Validate, then write the signal row and its status row in one transaction."""
+        validated = self.check(signal, catalog)
+        now = _now()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.insert(self.signal).values(**signal.row()))
+                conn.execute(
+                    sa.insert(self.status).values(
+                        signal_id=signal.id,
+                        type=signal.type,
+                        collections=json.dumps(list(validated.collections)),
+                        status="accepted",
+                        received_at=now,
+                        updated_at=now,
+                    )
+                )
+        except IntegrityError:
+            raise SignalError(f"a signal with id {signal.id!r} already exists: choose another --id") from None
+        except SQLAlchemyError as exc:
+            if not sa.inspect(self.engine).has_table(self.signal.name, schema=self.schema):
+                raise SignalError(
+                    f"the signal table {self.signal_collection} does not exist: run `cdc-backfill signal init`"
+                ) from None
+            raise SignalError(
+                f"could not write the signal: {type(exc).__name__}: {exc.orig or exc}"
+            ) from None
+        log.info(
+            "signal %s (%s) written for %s", signal.id, signal.type, ", ".join(validated.collections) or "-"
+        )
+        return validated
+
+    # ------------------------------------------------------------ read back
+
+    def rows(self) -> list[tuple[str, str, str | None]]:
+        with self.engine.connect() as conn:
+            res = conn.execute(sa.select(self.signal.c.id, self.signal.c.type, self.signal.c.data))
+            return [(r.id, r.type, r.data) for r in res]
+
+    def read(self) -> list[tuple[str, Signal | SignalError]]:
+        """Every operator signal in the table, parsed, or the reason it cannot be (window rows left out)."""
+        out: list[tuple[str, Signal | SignalError]] = []
+        for id_, type_, data in self.rows():
+            if type_ in ("snapshot-window-open", "snapshot-window-close"):
+                continue
+            try:
+                out.append((id_, Signal.from_row(id_, type_, data)))
+            except SignalError as exc:
+                out.append((id_, exc))
+        return out
+
+    def set_status(
+        self,
+        signal_id: str,
+        status: str,
+        *,
+        type: str = "",
+        reason: str | None = None,
+        collections: list[str] | None = None,
+        progress: dict[str, Any] | None = None,
+    ) -> None:
+        """Insert or update a signal's status row (the engine and the reader of plain-SQL signals call this)."""
+        now = _now()
+        values: dict[str, Any] = {"status": status, "updated_at": now}
+        if reason is not None:
+            values["reason"] = reason[:2048]
+        if collections is not None:
+            values["collections"] = json.dumps(collections)
+        if progress is not None:
+            values["progress"] = json.dumps(progress)
+        with self.engine.begin() as conn:
+            updated = conn.execute(
+                sa.update(self.status).where(self.status.c.signal_id == signal_id).values(**values)
+            ).rowcount
+            if not updated:
+                conn.execute(
+                    sa.insert(self.status).values(
+                        signal_id=signal_id, type=type or "?", received_at=now, **values
+                    )
+                )
+
+    def review_new(self) -> list[tuple[str, ValidatedSignal | SignalError]]:
+        """Check every signal nobody has looked at yet (inserted by plain SQL, or by Debezium users) and
+        record it as accepted or rejected with the reason. The engine calls this before it acts.
+
+        A signal with some invalid collections is accepted for the others; the reason names the rest.
+        """
+        with self.engine.connect() as conn:
+            seen = {r.signal_id for r in conn.execute(sa.select(self.status.c.signal_id))}
+        catalog: Catalog | None = None
+        out: list[tuple[str, ValidatedSignal | SignalError]] = []
+        for id_, parsed in self.read():
+            if id_ in seen:
+                continue
+            if isinstance(parsed, SignalError):
+                self.set_status(id_, "rejected", type="?", reason=str(parsed))
+                out.append((id_, parsed))
+                continue
+            catalog = catalog or self.catalog()
+            try:
+                validated = validate(parsed, catalog, self.protected)
+            except SignalError as exc:
+                self.set_status(id_, "rejected", type=parsed.type, reason=str(exc))
+                out.append((id_, exc))
+                continue
+            if parsed.type == "execute-snapshot" and not validated.plans:
+                reason = "; ".join(validated.errors.values())
+                self.set_status(id_, "rejected", type=parsed.type, reason=reason)
+                out.append((id_, SignalError(reason)))
+                continue
+            reason = "; ".join(validated.errors.values()) or None
+            self.set_status(
+                id_, "accepted", type=parsed.type, reason=reason, collections=list(validated.collections)
+            )
+            out.append((id_, validated))
+        return out
+
+    def list(self) -> list[SignalView]:
+        """Every signal with its status; a row nobody has looked at yet is 'received'."""
+        statuses: dict[str, Any] = {}
+        with self.engine.connect() as conn:
+            for r in conn.execute(sa.select(self.status)):
+                statuses[r.signal_id] = r
+        views = []
+        for id_, parsed in self.read():
+            st = statuses.get(id_)
+            if isinstance(parsed, SignalError):
+                views.append(
+                    SignalView(id_, "?", [], st.status if st else "rejected", None, _ts(st), str(parsed))
+                )
+                continue
+            collections = (
+                json.loads(st.collections) if st is not None and st.collections else list(parsed.collections)
+            )
+            views.append(
+                SignalView(
+                    id_,
+                    parsed.type,
+                    collections,
+                    st.status if st is not None else "received",
+                    json.loads(st.progress) if st is not None and st.progress else None,
+                    _ts(st),
+                    st.reason if st is not None else None,
+                )
+            )
+        return sorted(views, key=lambda v: (v.received_at or "", v.id))
+
+
+def _ts(row: Any) -> str | None:
+    if row is None or row.received_at is None:
+        return None
+    return row.received_at.strftime("%Y-%m-%d %H:%M:%S")
