@@ -16,7 +16,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/pg/_speedups.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
@@ -45,6 +45,7 @@ doctor: $(STAMP)
 # Every figure next to a reference measured in the same run; tables printed, JSON in bench/results/.
 bench: $(STAMP)
 	$(PY) -m bench.parse_events --events $(or $(EVENTS),1000000)
+	$(PY) -m bench.capture --changes $(or $(CHANGES),200000)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -28,6 +28,8 @@ PURE_MODULES = [
     "cdc_backfill.signals.tables",
     "cdc_backfill.cli",
     "cdc_backfill.cli_signal",
+    "cdc_backfill.capture.postgres",
+    "cdc_backfill.pg.fastpath",
 ]
 
 

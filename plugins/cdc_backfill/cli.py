@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     from cdc_backfill.cli_signal import add_signal_parser
 
     add_signal_parser(sub)
+
+    from cdc_backfill.cli_capture import add_capture_parser
+
+    add_capture_parser(sub)
     return parser
 
 

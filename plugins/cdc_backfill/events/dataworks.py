@@ -18,6 +18,7 @@ from typing import Any
 
 from cdc_backfill.events import positions as pos
 from cdc_backfill.events.model import ChangeEvent, ParseError
+from cdc_backfill.names import collection_name
 
 ROW_ID = "#alibaba_rds_row_id#"  # the hidden row id of a table without a primary key
 FORMAT = "dataworks"
@@ -127,7 +128,11 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
         raise ParseError("schema.dataColumn is not a list of columns")
     types = {c["name"]: str(c.get("type", "STRING")) for c in columns if isinstance(c, dict) and "name" in c}
     src = schema.get("source") or {}
-    coll = f"{src['dbName']}.{src['tableName']}" if src.get("dbName") and src.get("tableName") else collection
+    coll = (
+        collection_name(src["dbName"], src["tableName"])
+        if src.get("dbName") and src.get("tableName")
+        else collection
+    )
     if not coll:
         raise ParseError("no collection: schema.source has no dbName/tableName")
     key_cols = _key_columns(schema, types)

@@ -13,6 +13,7 @@ from typing import Any
 from cdc_backfill.events import positions as pos
 from cdc_backfill.events.model import UNAVAILABLE, ChangeEvent, ParseError
 from cdc_backfill.events.semantic import decode_row, envelope_field, struct_decoders
+from cdc_backfill.names import collection_name
 
 DEBEZIUM_OPS = frozenset("cudrtm")
 # The TOAST placeholder as Debezium writes it for text, arrays and bytea (base64 of the same text).
@@ -63,9 +64,9 @@ def _connector(source: Mapping[str, Any]) -> str:
 def _collection(source: Mapping[str, Any], connector: str, hint: str | None) -> str | None:
     schema, table, db = source.get("schema"), source.get("table"), source.get("db")
     if connector == "mysql" and db and table:
-        return f"{db}.{table}"
+        return collection_name(db, table)
     if schema and table:
-        return f"{schema}.{table}"
+        return collection_name(schema, table)
     return hint
 
 

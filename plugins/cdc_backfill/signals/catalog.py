@@ -6,14 +6,10 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from cdc_backfill.names import collection_name
 from cdc_backfill.signals.model import SignalError
 
-
-def collection_name(schema: str, table: str) -> str:
-    """``schema.table``; a part holding a dot is written in double quotes, each part then quoted."""
-    if "." in schema or "." in table:
-        return f'"{schema}"."{table}"'
-    return f"{schema}.{table}"
+__all__ = ["Catalog", "TableInfo", "collection_name"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Capture: stream a source's changes (watermarks included) into the landing zone without Kafka."""
