@@ -92,3 +92,24 @@ def test_kill_between_landing_and_confirming(fresh_db: str, tmp_path: Path, step
     assert set(ids.values()) == {1}  # sent again by the server, skipped by position: no duplicates
     if step == "after-rename":
         assert "3000 already landed skipped" in res.stdout
+
+
+def test_follow_stops_cleanly_on_sigterm(fresh_db: str, tmp_path: Path) -> None:
+    sql(fresh_db, "CREATE TABLE f (id int PRIMARY KEY)")
+    landing = tmp_path / "landing"
+    PostgresCapture(fresh_db, landing).run()
+    proc = subprocess.Popen(capture_cmd(fresh_db, landing, "--follow"), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _slot_active(fresh_db):
+        assert time.monotonic() < deadline
+        assert proc.poll() is None
+        time.sleep(0.1)
+    sql(fresh_db, "INSERT INTO f SELECT generate_series(1, 500)")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "events landed" in out
+    assert len(_ids(landing, "public.f")) == 500  # finished and confirmed on the way out
+    res = run_capture(fresh_db, landing)
+    assert ", 0 events landed" in res.stdout  # nothing left to land: the stop confirmed everything
