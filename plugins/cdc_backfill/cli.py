@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     from cdc_backfill.cli_capture import add_capture_parser
 
     add_capture_parser(sub)
+
+    from cdc_backfill.cli_snapshot import add_snapshot_parser
+
+    add_snapshot_parser(sub)
     return parser
 
 

@@ -1,0 +1,144 @@
+"""The engine's progress store: one row per key range of a collection of a signal, in the source database
+beside the signal tables, so that the CLI, Airflow and a restarted engine all read the same truth.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+PROGRESS_TABLE = "cdc_snapshot_progress"
+NULL_RANGE = -1  # the range of rows whose (nullable) chunk column is NULL
+
+
+def progress_table(schema: str | None) -> sa.Table:
+    md = sa.MetaData(schema=schema)
+    return sa.Table(
+        PROGRESS_TABLE,
+        md,
+        sa.Column("signal_id", sa.String(42), primary_key=True),
+        sa.Column("collection", sa.String(512), primary_key=True),
+        sa.Column("range_no", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("status", sa.String(16), nullable=False),  # pending running done stopped failed
+        sa.Column("lo", sa.Text),  # JSON list of key texts, exclusive; null: from the start
+        sa.Column("hi", sa.Text),  # JSON list of key texts, inclusive: the largest key fixed at the start
+        sa.Column("last_key", sa.Text),  # JSON list: the last key landed
+        sa.Column("chunks_done", sa.Integer, nullable=False, default=0),
+        sa.Column("rows_read", sa.BigInteger, nullable=False, default=0),
+        sa.Column("rows_estimate", sa.BigInteger),
+        sa.Column("started_at", sa.DateTime),
+        sa.Column("updated_at", sa.DateTime),
+        sa.Column("reason", sa.String(2048)),
+    )
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class RangeProgress:
+    signal_id: str
+    collection: str
+    range_no: int
+    status: str
+    lo: list[str] | None
+    hi: list[str] | None
+    last_key: list[str] | None
+    chunks_done: int
+    rows_read: int
+    rows_estimate: int | None
+    started_at: dt.datetime | None
+    updated_at: dt.datetime | None
+    reason: str | None
+
+    @property
+    def start_after(self) -> list[str] | None:
+        """Where the next chunk of this range starts (exclusive)."""
+        return self.last_key if self.last_key is not None else self.lo
+
+    @classmethod
+    def from_row(cls, r: Any) -> RangeProgress:
+        load = lambda v: None if v is None else json.loads(v)  # noqa: E731
+        return cls(
+            r.signal_id, r.collection, r.range_no, r.status, load(r.lo), load(r.hi), load(r.last_key),
+            r.chunks_done, r.rows_read, r.rows_estimate, r.started_at, r.updated_at, r.reason,
+        )  # fmt: skip
+
+
+class ProgressStore:
+    def __init__(self, engine: sa.Engine, schema: str | None) -> None:
+        self.engine = engine
+        self.table = progress_table(schema)
+
+    def init(self) -> None:
+        with self.engine.begin() as conn:
+            if not sa.inspect(conn).has_table(self.table.name, schema=self.table.schema):
+                self.table.create(conn)
+
+    def ranges(self, signal_id: str | None = None, collection: str | None = None) -> list[RangeProgress]:
+        t = self.table
+        stmt = sa.select(t).order_by(t.c.signal_id, t.c.collection, t.c.range_no)
+        if signal_id is not None:
+            stmt = stmt.where(t.c.signal_id == signal_id)
+        if collection is not None:
+            stmt = stmt.where(t.c.collection == collection)
+        with self.engine.connect() as conn:
+            return [RangeProgress.from_row(r) for r in conn.execute(stmt)]
+
+    def plan(
+        self,
+        signal_id: str,
+        collection: str,
+        ranges: list[tuple[int, list[str] | None, list[str] | None]],
+        estimate: int,
+    ) -> None:
+        """Record the planned ranges ``(range_no, lo, hi)`` of a collection, all in one transaction."""
+        per_range = estimate // max(1, len(ranges))
+        rows = [
+            {
+                "signal_id": signal_id,
+                "collection": collection,
+                "range_no": no,
+                "status": "pending",
+                "lo": None if lo is None else json.dumps(lo),
+                "hi": None if hi is None else json.dumps(hi),
+                "chunks_done": 0,
+                "rows_read": 0,
+                "rows_estimate": per_range,
+                "updated_at": now(),
+            }
+            for no, lo, hi in ranges
+        ]
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(self.table), rows)
+
+    def update(self, p: RangeProgress, **values: Any) -> None:
+        t = self.table
+        for k in ("lo", "hi", "last_key"):
+            if k in values and values[k] is not None:
+                values[k] = json.dumps(values[k])
+        values["updated_at"] = now()
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(t)
+                .where(
+                    t.c.signal_id == p.signal_id, t.c.collection == p.collection, t.c.range_no == p.range_no
+                )
+                .values(**values)
+            )
+
+    def set_collection(
+        self, signal_id: str, collection: str | None, status: str, reason: str | None = None
+    ) -> int:
+        """Mark every unfinished range of a collection (or of the whole signal) as ``status``."""
+        t = self.table
+        stmt = sa.update(t).where(t.c.signal_id == signal_id, t.c.status.in_(("pending", "running")))
+        if collection is not None:
+            stmt = stmt.where(t.c.collection == collection)
+        with self.engine.begin() as conn:
+            return conn.execute(stmt.values(status=status, reason=reason, updated_at=now())).rowcount

@@ -1,0 +1,71 @@
+"""``snapshot status``: per collection of each signal, chunks and rows done, rate, estimated time left."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from cdc_backfill.snapshot.progress import RangeProgress
+
+
+@dataclass(frozen=True)
+class CollectionStatus:
+    signal_id: str
+    collection: str
+    status: str
+    ranges: int
+    chunks: int
+    rows: int
+    rows_estimate: int
+    rate: float  # rows per second since the collection started
+    seconds_left: float | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def summarize(ranges: list[RangeProgress]) -> list[CollectionStatus]:
+    groups: dict[tuple[str, str], list[RangeProgress]] = {}
+    for r in ranges:
+        groups.setdefault((r.signal_id, r.collection), []).append(r)
+    out = []
+    for (sid, coll), rs in groups.items():
+        statuses = {r.status for r in rs}
+        status = next((s for s in ("failed", "running", "pending", "stopped") if s in statuses), "done")
+        if status == "pending" and "done" in statuses:
+            status = "running"
+        rows = sum(r.rows_read for r in rs)
+        estimate = max(rows, sum(r.rows_estimate or 0 for r in rs))
+        starts = [r.started_at for r in rs if r.started_at]
+        ends = [r.updated_at for r in rs if r.updated_at]
+        elapsed = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
+        rate = rows / elapsed if elapsed > 0 else 0.0
+        left = (estimate - rows) / rate if rate > 0 and status in ("running", "pending") else None
+        reasons = sorted({r.reason for r in rs if r.reason})
+        out.append(
+            CollectionStatus(
+                sid, coll, status, len(rs), sum(r.chunks_done for r in rs), rows, estimate, rate, left,
+                "; ".join(reasons) or None,
+            )
+        )  # fmt: skip
+    return out
+
+
+def bar(done: int, total: int, width: int = 24) -> str:
+    frac = 1.0 if total <= 0 else min(1.0, done / total)
+    full = int(frac * width)
+    return "[" + "#" * full + "." * (width - full) + f"] {frac * 100:5.1f}%"
+
+
+def render(statuses: list[CollectionStatus]) -> str:
+    if not statuses:
+        return "no snapshots yet"
+    lines = []
+    for s in statuses:
+        left = f"{s.seconds_left:,.0f}s left" if s.seconds_left is not None else ""
+        lines.append(
+            f"{s.signal_id:<30} {s.collection:<28} {s.status:<8} {bar(s.rows, s.rows_estimate)} "
+            f"{s.rows:>10,} rows {s.chunks:>6,} chunks {s.rate:>10,.0f} rows/s {left}"
+            + (f"  ({s.reason})" if s.reason else "")
+        )
+    return "\n".join(lines)

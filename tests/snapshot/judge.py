@@ -1,0 +1,116 @@
+"""Judging a snapshot the way it fails in production: the captured stream plus the landed READ chunks,
+reconciled by the reference rules (DESIGN.md §6), must equal the source table, row for row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+
+from cdc_backfill.events import parse_file
+from cdc_backfill.names import collection_name
+from cdc_backfill.pgtypes import PgColumn, from_arrow, from_debezium, from_text
+from cdc_backfill.reconcile.reference import Change, ReadRow, Result, reconcile
+from cdc_backfill.snapshot.engine import _COLUMNS_SQL, _PK_SQL, split_collection
+
+SIGNAL = "public.cdc_signal"
+
+
+def columns_of(url: str, collection: str) -> tuple[list[PgColumn], list[str]]:
+    schema, table = split_collection(collection)
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        cols = [
+            PgColumn(r.name, r.type, int(r.oid), bool(r.nullable))
+            for r in conn.execute(_COLUMNS_SQL, {"schema": schema, "table": table})
+        ]
+        pk = [r[0] for r in conn.execute(_PK_SQL, {"schema": schema, "table": table})]
+    engine.dispose()
+    return cols, pk
+
+
+def source_state(url: str, collection: str, key: list[str]) -> dict[tuple, dict]:
+    """The table as it is now, every value read as the server's text and typed like the others."""
+    cols, _ = columns_of(url, collection)
+    schema, table = split_collection(collection)
+    select = ", ".join(f'"{c.name}"::text' for c in cols)
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(f'SELECT {select} FROM "{schema}"."{table}"').all()
+    engine.dispose()
+    out = {}
+    for r in rows:
+        row = {c.name: from_text(c, v) for c, v in zip(cols, r, strict=True)}
+        out[tuple(row[k] for k in key)] = row
+    return out
+
+
+def stream_changes(
+    landing: Path, types: dict[str, dict[str, PgColumn]], keys: dict[str, list[str]]
+) -> list[Change]:
+    changes = []
+    for f in sorted((landing / "stream").glob("cdc-*.jsonl")):
+        result = parse_file(str(f))
+        assert result.quarantined == []
+        for e in result.events:
+            if e.collection == SIGNAL:
+                key = (e.key["id"],) if e.key else None
+                changes.append(
+                    Change(e.collection, e.op, key, e.after, tuple(e.position), window_id=key and key[0])
+                )
+                continue
+            if e.collection not in types:
+                continue
+            cols = types[e.collection]
+            key = (
+                None if e.key is None else tuple(from_debezium(cols[k], e.key[k]) for k in keys[e.collection])
+            )
+            after = None if e.after is None else {k: from_debezium(cols[k], v) for k, v in e.after.items()}
+            changes.append(Change(e.collection, e.op, key, after, tuple(e.position), tuple(e.unchanged)))
+    return changes
+
+
+def read_rows(landing: Path, collection: str, types: dict[str, PgColumn], key: list[str]) -> list[ReadRow]:
+    rows = []
+    for f in sorted((landing / "snapshots" / collection).glob("*.parquet")):
+        table = pq.read_table(f)
+        meta = table.schema.metadata
+        assert json.loads(meta[b"cdc.key"]) == key
+        for r in table.to_pylist():
+            row = {k: from_arrow(types[k], v) for k, v in r.items() if not k.startswith("_cdc_")}
+            rows.append(ReadRow(collection, r["_cdc_chunk_id"], tuple(row[k] for k in key), row))
+    return rows
+
+
+def judge(url: str, landing: Path, collections: list[str]) -> tuple[Result, dict[str, dict[tuple, dict]]]:
+    """(reconcile result, the source's state) for the collections."""
+    types, keys = {}, {}
+    for coll in collections:
+        cols, pk = columns_of(url, coll)
+        types[coll] = {c.name: c for c in cols}
+        keys[coll] = pk
+    changes = stream_changes(landing, types, keys)
+    reads = [r for coll in collections for r in read_rows(landing, coll, types[coll], keys[coll])]
+    result = reconcile(changes, reads, signal_collection=SIGNAL)
+    source = {coll: source_state(url, coll, keys[coll]) for coll in collections}
+    return result, source
+
+
+def assert_consistent(url: str, landing: Path, collections: list[str]) -> Result:
+    result, source = judge(url, landing, collections)
+    assert result.reads_waiting == [], "every window must be closed in the drained stream"
+    for coll in collections:
+        got = result.state.get(coll, {})
+        missing = source[coll].keys() - got.keys()
+        extra = got.keys() - source[coll].keys()
+        wrong = [k for k in source[coll].keys() & got.keys() if source[coll][k] != got[k]]
+        assert not (missing or extra or wrong), (
+            f"{coll}: {len(missing)} missing {sorted(missing)[:5]}, {len(extra)} extra {sorted(extra)[:5]}, "
+            f"{len(wrong)} differ {[(source[coll][k], got[k]) for k in wrong[:2]]}"
+        )
+    return result
+
+
+__all__ = ["assert_consistent", "collection_name", "judge", "source_state"]
