@@ -515,3 +515,20 @@ def test_window_straddling_two_runs_still_drops_a_read_changed_in_the_first() ->
     assert second.reads_dropped == 1
     assert second.state[T] == {(1,): {"id": 1, "v": "new"}}
     assert second.open_windows == {}
+
+
+def test_unchanged_column_comes_from_a_read_dropped_by_the_same_update() -> None:
+    """A TOAST-only update inside a READ's window drops the READ; the READ still supplies the column the
+    update did not send (it was constant across the window), found by the snapshot torture test."""
+    from cdc_backfill.reconcile.reference import Change, ReadRow, reconcile
+
+    sig = "s.sig"
+    changes = [
+        Change(sig, "c", ("w-open",), {"id": "w-open"}, (10, 1), window_id="w-open"),
+        Change("s.t", "u", (1,), {"id": 1, "amount": 5}, (11, 1), unchanged=("doc",)),
+        Change(sig, "c", ("w-close",), {"id": "w-close"}, (12, 1), window_id="w-close"),
+    ]
+    reads = [ReadRow("s.t", "w", (1,), {"id": 1, "amount": 4, "doc": "big"})]
+    result = reconcile(changes, reads, signal_collection=sig)
+    assert result.reads_dropped == 1
+    assert result.state["s.t"][(1,)] == {"id": 1, "amount": 5, "doc": "big"}

@@ -226,6 +226,8 @@ class _Reads:
     dropped: int = 0
     waiting: set[str] = field(default_factory=set)
     consumed_highs: dict[str, Position] = field(default_factory=dict)  # collection -> greatest high
+    # (collection, key) -> [(low, high, row)] of READ rows dropped for that key: see _apply
+    fallbacks: dict[Touch, list[tuple[Position, Position, Row]]] = field(default_factory=dict)
 
 
 def _sort_reads(reads: Iterable[ReadRow], windows: Mapping[str, Window], index: _StreamIndex) -> _Reads:
@@ -239,6 +241,7 @@ def _sort_reads(reads: Iterable[ReadRow], windows: Mapping[str, Window], index: 
         out.consumed_highs[read.collection] = max(out.consumed_highs.get(read.collection, high), high)
         if _is_dropped(read, window, index):
             out.dropped += 1
+            out.fallbacks.setdefault((read.collection, read.key), []).append((window.low, high, read.row))
         else:
             out.applied.append((read, high))
     return out
@@ -247,16 +250,27 @@ def _sort_reads(reads: Iterable[ReadRow], windows: Mapping[str, Window], index: 
 # --- replay ------------------------------------------------------------------------------------------
 
 
-def _apply(row: Row | None, after: Row | None, unchanged: tuple[str, ...]) -> Row | None:
+def _apply(
+    row: Row | None, after: Row | None, unchanged: tuple[str, ...], fallback: Row | None = None
+) -> Row | None:
+    """The row after one event. An unchanged (TOAST) column keeps the value the row had just before;
+    when the row never had it and the event lies inside the window of a READ of this key that the
+    event's own change dropped, that READ row supplies it: a column no event in the window set was
+    constant across the window, so the value the READ saw is the one it had."""
     if after is None:
         return None
     new = {column: value for column, value in after.items() if column not in unchanged}
-    if row is not None:  # unchanged TOAST: keep the value the row had just before
-        new.update({column: row[column] for column in unchanged if column in row})
+    for column in unchanged:
+        if row is not None and column in row:
+            new[column] = row[column]
+        elif fallback is not None and column in fallback:
+            new[column] = fallback[column]
     return new
 
 
-def _replay(row: Row | None, steps: list[_Step]) -> tuple[Row | None, bool]:
+def _replay(
+    row: Row | None, steps: list[_Step], fallbacks: list[tuple[Position, Position, Row]] | None = None
+) -> tuple[Row | None, bool]:
     """The key's row after its steps in order, and whether any step changed it."""
     last: Position = ()  # the previous state counts as older than anything in this run
     changed = False
@@ -265,7 +279,8 @@ def _replay(row: Row | None, steps: list[_Step]) -> tuple[Row | None, bool]:
             if row is not None and last < step.position:
                 row, changed = None, True
             continue
-        row, last, changed = _apply(row, step.after, step.unchanged), step.position, True
+        fallback = next((r for low, high, r in fallbacks or () if low < step.position < high), None)
+        row, last, changed = _apply(row, step.after, step.unchanged, fallback), step.position, True
     return row, changed
 
 
@@ -319,7 +334,9 @@ def reconcile(
     stream = [(i, c) for i, c in enumerate(changes) if _in_state(c, signal_collection)]
     index = _StreamIndex(c for _, c in stream)
     sorted_reads = _sort_reads(reads, windows, index)
-    state, deleted = _build_state(previous or {}, _key_steps(stream, sorted_reads), _truncates(stream))
+    state, deleted = _build_state(
+        previous or {}, _key_steps(stream, sorted_reads), _truncates(stream), sorted_reads.fallbacks
+    )
     return Result(
         state=state,
         position=_positions(stream, sorted_reads),
@@ -335,6 +352,7 @@ def _build_state(
     previous: Mapping[str, Mapping[Key, Row]],
     steps: Mapping[str, Mapping[Key, list[_Step]]],
     truncates: Mapping[str | None, list[_Step]],
+    fallbacks: Mapping[Touch, list[tuple[Position, Position, Row]]] | None = None,
 ) -> tuple[State, int]:
     state: State = {}
     deleted = 0
@@ -344,7 +362,14 @@ def _build_state(
         key_steps = steps.get(collection, {})
         rows: dict[Key, Row] = {}
         for key in dict.fromkeys([*before, *key_steps]):
-            row, changed = _replay(before.get(key), [*key_steps.get(key, []), *truncates.get(collection, [])])
+            dropped = (fallbacks or {}).get((collection, key), [])
+            start = before.get(key)
+            for _low, _high, read_row in dropped:
+                if start is not None and read_row.keys() - start.keys():
+                    # an earlier run applied the unchanged-column event whose window closes only now:
+                    # the column it could not fill then comes from the READ dropped now (see _apply)
+                    start = {**{c: read_row[c] for c in read_row.keys() - start.keys()}, **start}
+            row, changed = _replay(start, [*key_steps.get(key, []), *truncates.get(collection, [])], dropped)
             if row is not None:
                 rows[key] = dict(row)  # a copy: the caller's previous state is never aliased
             elif changed:
