@@ -200,6 +200,9 @@ class SnapshotEngine:
     def init(self) -> None:
         self.signals.init()
         self.progress.init()
+        # A chunk file left half-written by a crash was never recorded: its chunk is read again.
+        for stale in (self.landing / SNAPSHOT_DIR).glob("*/.*.parquet.part"):
+            stale.unlink(missing_ok=True)
 
     def _ordered_statuses(self) -> list[Any]:
         st = self.signals.status
