@@ -30,7 +30,9 @@ def run_engine(url: str, landing: Path, crash: str | None = None) -> subprocess.
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 
-@pytest.mark.parametrize("step", ["after-open", "during-read", "after-close", "after-landing", "after-progress"])
+@pytest.mark.parametrize(
+    "step", ["after-open", "during-read", "after-close", "after-landing", "after-progress"]
+)
 def test_killed_at_each_step_then_restarted(fresh_db: str, tmp_path: Path, step: str) -> None:
     seed(fresh_db, orders=600, lines=600)
     landing = tmp_path / "landing"

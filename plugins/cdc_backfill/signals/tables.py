@@ -25,7 +25,7 @@ DIALECTS: dict[str, sa.engine.Dialect] = {
 }
 
 # Statuses a signal goes through. received: in the table, not yet seen by the engine.
-STATUSES = ("received", "accepted", "running", "paused", "done", "stopped", "rejected")
+STATUSES = ("received", "accepted", "running", "paused", "done", "stopped", "failed", "rejected")
 
 
 def split_name(name: str) -> tuple[str | None, str]:

@@ -111,6 +111,16 @@ _COLUMNS_SQL = sa.text(
     ORDER BY a.attnum
     """
 )
+_UNIQUE_SQL = sa.text(
+    """
+    SELECT array_agg(a.attname ORDER BY array_position(i.indkey, a.attnum)) AS cols
+    FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+    WHERE n.nspname = :schema AND c.relname = :table AND i.indisunique AND i.indpred IS NULL
+    GROUP BY i.indexrelid
+    """
+)
 _PK_SQL = sa.text(
     """
     SELECT a.attname FROM pg_index i
@@ -139,6 +149,14 @@ def table_shape(conn: sa.Connection, plan: CollectionPlan) -> TableShape:
     if not cols:
         raise SnapshotError(f"{plan.collection} no longer exists")
     pk = tuple(r[0] for r in conn.execute(_PK_SQL, {"schema": schema, "table": table}))
+    if plan.key != pk:
+        # Keyset pagination over a column that repeats would skip rows: the chunk key must be unique.
+        unique = {tuple(r.cols) for r in conn.execute(_UNIQUE_SQL, {"schema": schema, "table": table})}
+        if tuple(plan.key) not in unique:
+            raise SnapshotError(
+                f"surrogate-key {', '.join(plan.key)} of {plan.collection} has no unique index: chunks by a "
+                "column that repeats would skip rows; create a unique index or choose a unique column"
+            )
     identity = pk or plan.key
     return TableShape(plan.collection, schema, table, cols, identity, plan.key)
 
@@ -175,6 +193,7 @@ class SnapshotEngine:
         use it to change rows exactly there."""
         self.url = url
         self.window_hook = window_hook
+        self.control_interval = 0.5  # seconds between two reads of the signals by the readers
         self.landing = Path(landing)
         self.readers = max(1, readers)
         self.poll_seconds = poll_seconds
@@ -238,7 +257,7 @@ class SnapshotEngine:
         stopped = []
         for row in statuses:
             sig = parsed.get(row.signal_id)
-            if sig is None or sig.type != EXECUTE or row.status not in ("accepted", "running"):
+            if sig is None or sig.type != EXECUTE or row.status not in ("accepted", "running", "paused"):
                 continue
             if row.received_at and stop_at and row.received_at > stop_at:
                 continue  # a stop applies to snapshots asked for before it
@@ -261,7 +280,7 @@ class SnapshotEngine:
     def control(self, force: bool = False) -> Control:
         """The current control state, re-read at most every half second (readers ask between chunks)."""
         with self._control_lock:
-            if force or time.monotonic() - self._control_at > 0.5:
+            if force or time.monotonic() - self._control_at > self.control_interval:
                 self._control = self.apply_control_signals()
                 self._control_at = time.monotonic()
             return self._control
@@ -276,12 +295,12 @@ class SnapshotEngine:
         statuses = {r.status for r in ranges}
         if wanted - planned or statuses & {"pending", "running"}:
             status = "running" if ranges else row.status
-        elif statuses == {"stopped"} or ("stopped" in statuses and "failed" not in statuses):
-            status = "stopped" if "done" not in statuses else "done"
-        elif "failed" in statuses:
-            status = "done"
+        elif statuses == {"failed"}:
+            status = "failed"
+        elif statuses == {"stopped"}:
+            status = "stopped"
         else:
-            status = "done"
+            status = "done"  # some collections may have failed or stopped: the reason says which
         progress = {
             "chunks": sum(r.chunks_done for r in ranges),
             "rows": sum(r.rows_read for r in ranges),
@@ -294,6 +313,11 @@ class SnapshotEngine:
         self.signals.set_status(signal_id, status, progress=progress, reason="; ".join(failed) or None)
 
     # ------------------------------------------------------------ the run loop
+
+    def _mark_paused(self) -> None:
+        for row in self._ordered_statuses():
+            if row.status in ("accepted", "running") and row.type == EXECUTE:
+                self.signals.set_status(row.signal_id, "paused")
 
     def request_stop(self, *_: object) -> None:
         self._stop_requested = True
@@ -315,7 +339,7 @@ class SnapshotEngine:
         work = []
         for row in self._ordered_statuses():
             sig = parsed.get(row.signal_id)
-            if sig is None or sig.type != EXECUTE or row.status not in ("accepted", "running"):
+            if sig is None or sig.type != EXECUTE or row.status not in ("accepted", "running", "paused"):
                 continue
             catalog = catalog or self.signals.catalog()
             validated = validate(sig, catalog, self.signals.protected)  # checked again before acting
@@ -342,11 +366,14 @@ class SnapshotEngine:
             work = [] if ctl.paused else self.pending_work()
             if ctl.paused:
                 log.info("paused: waiting for resume-snapshot")
+                self._mark_paused()
             for sig, plan in work:
                 if self.control().paused or self._stop_requested:
                     break
                 self.snapshot_collection(sig, plan)
                 self._refresh_signal_status(sig.id)
+            if self.control(force=True).paused:
+                self._mark_paused()
             if not follow and (not work or ctl.paused):
                 return
             if deadline is not None and time.monotonic() > deadline:
