@@ -30,6 +30,9 @@ PURE_MODULES = [
     "cdc_backfill.cli_signal",
     "cdc_backfill.capture.postgres",
     "cdc_backfill.pg.fastpath",
+    "cdc_backfill.snapshot.engine",
+    "cdc_backfill.reconcile.reference",
+    "cdc_backfill.cli_snapshot",
 ]
 
 

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -472,34 +473,65 @@ class SnapshotEngine:
     def _read_range(
         self, conn: Any, sig: Signal, plan: CollectionPlan, shape: TableShape, rng: RangeProgress
     ) -> None:
+        """Chunk after chunk until the range is done. A chunk's landing and progress record run on a
+        helper thread while the next chunk is read (at most two chunks of a reader in memory); progress
+        is still recorded in chunk order and only after the chunk has landed."""
         ct = shape.chunk_table()
         if rng.status == "pending":
             self.progress.update(rng, status="running", started_at=_now())
         after = rng.start_after
         chunks = rng.chunks_done
         rows = rng.rows_read
-        while True:
-            ctl = self.control()
-            if ctl.paused or self._stop_requested:
-                return
-            if ctl.stopped and (sig.id, plan.collection) in ctl.stopped:
-                return
-            null_range = rng.range_no == NULL_RANGE
-            n, last = self._chunk(conn, sig, plan, shape, ct, after, rng, chunks + 1)
-            chunks += 1
-            rows += n
-            done = null_range or n < plan.chunk_size or last is None
-            self.progress.update(
-                rng,
-                last_key=last if last is not None else after,
-                chunks_done=chunks,
-                rows_read=rows,
-                status="done" if done else "running",
-            )
-            _crash_point("after-progress", chunks)
-            if done:
-                return
-            after = last
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander") as lander:
+            pending: Future[None] | None = None
+            try:
+                while True:
+                    ctl = self.control()
+                    if ctl.paused or self._stop_requested:
+                        return
+                    if ctl.stopped and (sig.id, plan.collection) in ctl.stopped:
+                        return
+                    chunk_id, table, last = self._chunk(conn, sig, plan, shape, ct, after, rng, chunks + 1)
+                    chunks += 1
+                    rows += table.num_rows
+                    done = rng.range_no == NULL_RANGE or table.num_rows < plan.chunk_size or last is None
+                    if pending is not None:
+                        pending.result()  # the previous chunk has landed and its progress is recorded
+                    pending = lander.submit(
+                        self._land_and_record, shape, chunk_id, table, rng, chunks,
+                        last if last is not None else after, chunks, rows, done,
+                    )  # fmt: skip
+                    if done:
+                        return
+                    after = last
+            finally:
+                if pending is not None:
+                    pending.result()
+
+    def _land_and_record(
+        self,
+        shape: TableShape,
+        chunk_id: str,
+        table: pa.Table,
+        rng: RangeProgress,
+        chunk_no: int,
+        last_key: list[str] | None,
+        chunks: int,
+        rows: int,
+        done: bool,
+    ) -> None:
+        self._land(shape, chunk_id, table)
+        log.info(
+            "%s range %s chunk %s: %s rows landed", shape.collection, rng.range_no, chunk_no, table.num_rows
+        )
+        _crash_point("after-landing", chunk_no)
+        self.progress.update(
+            rng, last_key=last_key, chunks_done=chunks, rows_read=rows, status="done" if done else "running"
+        )
+        _crash_point("after-progress", chunk_no)
+        with self._control_lock:
+            self.chunks_written += 1
+            self.rows_written += table.num_rows
 
     def _chunk(
         self,
@@ -511,8 +543,8 @@ class SnapshotEngine:
         after: list[str] | None,
         rng: RangeProgress,
         chunk_no: int,
-    ) -> tuple[int, list[str] | None]:
-        """One chunk between its watermarks; returns (rows landed, last key as text)."""
+    ) -> tuple[str, pa.Table, list[str] | None]:
+        """Read one chunk between its watermarks; returns (chunk id, rows as Arrow, last key as text)."""
         hi = rng.hi
         null_range = rng.range_no == NULL_RANGE
         chunk_id = uuid.uuid4().hex
@@ -547,7 +579,6 @@ class SnapshotEngine:
             cur.copy_expert(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", buf)
         conn.commit()  # ends the read's transaction: the close watermark must commit after it
         _crash_point("during-read", chunk_no)
-        log.debug("%s: read %s bytes", tag, buf.tell())
 
         with conn.cursor() as cur:
             cur.execute(
@@ -557,15 +588,8 @@ class SnapshotEngine:
         conn.commit()
         log.info("%s: high watermark written", tag)
         _crash_point("after-close", chunk_no)
-
         table, last = self._to_arrow(buf.getvalue(), shape, ct, chunk_id)
-        self._land(shape, chunk_id, table)
-        log.info("%s: %s rows landed", tag, table.num_rows)
-        _crash_point("after-landing", chunk_no)
-        with self._control_lock:
-            self.chunks_written += 1
-            self.rows_written += table.num_rows
-        return table.num_rows, last
+        return chunk_id, table, last
 
     @property
     def _signal_sql(self) -> str:

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from cdc_backfill.cli import main
+from cdc_backfill.snapshot.progress import RangeProgress
+from cdc_backfill.snapshot.status import bar, render, summarize
+
+T0 = dt.datetime(2026, 1, 1)
+
+
+def rng(no: int, status: str, rows: int, est: int, secs: int) -> RangeProgress:
+    return RangeProgress(
+        "s",
+        "public.t",
+        no,
+        status,
+        None,
+        None,
+        None,
+        rows // 10,
+        rows,
+        est,
+        T0,
+        T0 + dt.timedelta(seconds=secs),
+        None,
+    )
+
+
+def test_summary_rate_and_time_left() -> None:
+    [s] = summarize([rng(0, "done", 500, 500, 10), rng(1, "running", 250, 500, 10)])
+    assert (s.status, s.rows, s.rows_estimate, s.ranges) == ("running", 750, 1000, 2)
+    assert s.rate == pytest.approx(75.0)
+    assert s.seconds_left == pytest.approx(250 / 75)
+    assert "75.0%" in render([s])
+    assert bar(0, 0).endswith("100.0%")
+
+
+@pytest.mark.pg
+def test_status_command_against_a_real_run(
+    fresh_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.snapshot.test_engine_scenarios import engine, send, sql
+
+    sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t SELECT generate_series(1, 100)")
+    assert main(["snapshot", "status", "--source", fresh_db]) == 0
+    assert "no snapshots yet" in capsys.readouterr().out
+    send(fresh_db, "s1", "public.t", chunk_size=30)
+    engine(fresh_db, tmp_path).run()
+    assert main(["snapshot", "status", "--source", fresh_db, "--json"]) == 0
+    [status] = json.loads(capsys.readouterr().out)
+    assert (status["collection"], status["status"], status["rows"], status["chunks"]) == (
+        "public.t",
+        "done",
+        100,
+        4,
+    )
