@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from cdc_backfill.config import require_source_url
+
 CAPTURE_EPILOG = """examples:
   cdc-backfill capture postgres --source postgresql+psycopg2://cdc@db/app --landing /lake/app --drain
   cdc-backfill capture postgres --landing /lake/app --tables 'public\\.orders' 'public\\.customers' --follow
@@ -14,21 +16,12 @@ CAPTURE_EPILOG = """examples:
 """
 
 
-def _url(args: argparse.Namespace) -> str:
-    from cdc_backfill.config import resolve_source
-
-    setting = resolve_source(args.source)
-    if setting is None:
-        raise SystemExit("no source: give --source URL, or set CDC_BACKFILL_SOURCE_URL, or a config file")
-    return setting.url
-
-
 def _cmd_postgres(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.postgres import CaptureError, PostgresCapture
 
     try:
         cap = PostgresCapture(
-            _url(args),
+            require_source_url(args.source),
             Path(args.landing),
             slot=args.slot,
             publication=args.publication,
@@ -53,7 +46,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.postgres import CaptureError, capture_status
 
     try:
-        status = capture_status(_url(args), Path(args.landing) if args.landing else None, args.slot)
+        status = capture_status(
+            require_source_url(args.source), Path(args.landing) if args.landing else None, args.slot
+        )
     except CaptureError as exc:
         print(str(exc), file=sys.stderr)
         return 3

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from cdc_backfill.config import require_source_url
+
 SIGNAL_EPILOG = """examples (every option):
   cdc-backfill signal init --source postgresql+psycopg2://cdc@db:5432/app
   cdc-backfill signal init --print-sql --dialect mssql --signal-table dbo.cdc_signal
@@ -28,19 +30,10 @@ Exit status: 0 written, 2 refused (the reason is printed; nothing is written), 3
 """
 
 
-def _source_url(args: argparse.Namespace) -> str:
-    from cdc_backfill.config import resolve_source
-
-    setting = resolve_source(args.source)
-    if setting is None:
-        raise SystemExit("no source: give --source URL, or set CDC_BACKFILL_SOURCE_URL, or a config file")
-    return setting.url
-
-
 def _store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from cdc_backfill.signals.store import SignalStore
 
-    return SignalStore(_source_url(args), args.signal_table)
+    return SignalStore(require_source_url(args.source), args.signal_table)
 
 
 def _signal_from_args(args: argparse.Namespace) -> Any:
@@ -114,7 +107,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
     from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, ddl_statements, split_name
 
     if args.print_sql:
-        dialect = args.dialect or make_url(_source_url(args)).get_backend_name()
+        dialect = args.dialect or make_url(require_source_url(args.source)).get_backend_name()
         schema, name = split_name(args.signal_table or SIGNAL_TABLE)
         for stmt in ddl_statements(dialect, schema or DEFAULT_SCHEMAS.get(dialect), name):
             print(stmt + ";\n")

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from cdc_backfill.config import require_source_url
+
 SNAPSHOT_EPILOG = """examples:
   cdc-backfill snapshot run --landing lake/ --once --readers 2     # run accepted signals to the end, then exit
   cdc-backfill snapshot run --landing lake/ --follow               # keep running, pick up new signals
@@ -15,22 +17,16 @@ SNAPSHOT_EPILOG = """examples:
 """
 
 
-def _url(args: argparse.Namespace) -> str:
-    from cdc_backfill.config import resolve_source
-
-    setting = resolve_source(args.source)
-    if setting is None:
-        raise SystemExit("no source: give --source URL, or set CDC_BACKFILL_SOURCE_URL, or a config file")
-    return setting.url
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     from cdc_backfill.snapshot.engine import SnapshotEngine, SnapshotError
     from cdc_backfill.snapshot.status import render, summarize
 
     try:
         engine = SnapshotEngine(
-            _url(args), Path(args.landing), readers=args.readers, signal_table=args.signal_table
+            require_source_url(args.source),
+            Path(args.landing),
+            readers=args.readers,
+            signal_table=args.signal_table,
         )
         engine.run(follow=args.follow)
     except SnapshotError as exc:
@@ -47,7 +43,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from cdc_backfill.snapshot.progress import ProgressStore
     from cdc_backfill.snapshot.status import render, summarize
 
-    store = SignalStore(_url(args), args.signal_table)
+    store = SignalStore(require_source_url(args.source), args.signal_table)
     progress = ProgressStore(store.engine, store.schema)
     if not sa.inspect(store.engine).has_table(progress.table.name, schema=progress.table.schema):
         print("no snapshots yet" if not args.json else "[]")

@@ -82,3 +82,11 @@ _PASSWORD_RE = re.compile(r"(?P<scheme>[a-z0-9+.\-]+://)(?P<user>[^:/@]*):(?P<pw
 def mask_url(url: str) -> str:
     """The URL with its password replaced by ``***``; safe to print and log."""
     return _PASSWORD_RE.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url)
+
+
+def require_source_url(explicit: str | None = None) -> str:
+    """The source URL for a command, or exit with how to give one (CLI helper)."""
+    setting = resolve_source(explicit)
+    if setting is None:
+        raise SystemExit("no source: give --source URL, or set CDC_BACKFILL_SOURCE_URL, or a config file")
+    return setting.url

@@ -15,20 +15,13 @@ from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.status import summarize
+from tests.capture.test_capture_pg import sql
 from tests.conftest import unavailable
 from tests.snapshot.judge import assert_consistent
 from tests.snapshot.test_engine_pg import drain
 from tests.snapshot.workload import WORDS, Writers, seed
 
 pytestmark = pytest.mark.pg
-
-
-def sql(url: str, *statements: str) -> None:
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        for s in statements:
-            conn.execute(sa.text(s))
-    engine.dispose()
 
 
 def landed(landing: Path, collection: str) -> list[dict]:

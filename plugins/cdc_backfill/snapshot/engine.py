@@ -551,12 +551,7 @@ class SnapshotEngine:
         where = "null keys" if null_range else f"range {rng.range_no}"
         tag = f"{shape.collection} {where} chunk {chunk_no}"
         data = json.dumps({"data-collection": shape.collection, "signal": sig.id})
-        with conn.cursor() as cur:
-            cur.execute(
-                f"INSERT INTO {self._signal_sql} (id, type, data) VALUES (%s, %s, %s)",
-                (f"{chunk_id}-open", WINDOW_OPEN, data),
-            )
-        conn.commit()
+        self._watermark(conn, f"{chunk_id}-open", WINDOW_OPEN, data)
         log.info("%s: low watermark written", tag)
         _crash_point("after-open", chunk_no)
         if self.window_hook is not None:
@@ -580,16 +575,19 @@ class SnapshotEngine:
         conn.commit()  # ends the read's transaction: the close watermark must commit after it
         _crash_point("during-read", chunk_no)
 
-        with conn.cursor() as cur:
-            cur.execute(
-                f"INSERT INTO {self._signal_sql} (id, type, data) VALUES (%s, %s, %s)",
-                (f"{chunk_id}-close", WINDOW_CLOSE, data),
-            )
-        conn.commit()
+        self._watermark(conn, f"{chunk_id}-close", WINDOW_CLOSE, data)
         log.info("%s: high watermark written", tag)
         _crash_point("after-close", chunk_no)
         table, last = self._to_arrow(buf.getvalue(), shape, ct, chunk_id)
         return chunk_id, table, last
+
+    def _watermark(self, conn: Any, row_id: str, kind: str, data: str) -> None:
+        """Insert a window row into the signal table and commit: the stream carries it at its position."""
+        with conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self._signal_sql} (id, type, data) VALUES (%s, %s, %s)", (row_id, kind, data)
+            )
+        conn.commit()
 
     @property
     def _signal_sql(self) -> str:
