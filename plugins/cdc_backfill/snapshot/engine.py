@@ -526,7 +526,12 @@ class SnapshotEngine:
         )
         _crash_point("after-landing", chunk_no)
         self.progress.update(
-            rng, last_key=last_key, chunks_done=chunks, rows_read=rows, status="done" if done else "running"
+            rng,
+            only_if_active=True,
+            last_key=last_key,
+            chunks_done=chunks,
+            rows_read=rows,
+            status="done" if done else "running",
         )
         _crash_point("after-progress", chunk_no)
         with self._control_lock:

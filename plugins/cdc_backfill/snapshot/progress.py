@@ -117,20 +117,21 @@ class ProgressStore:
         with self.engine.begin() as conn:
             conn.execute(sa.insert(self.table), rows)
 
-    def update(self, p: RangeProgress, **values: Any) -> None:
+    def update(self, p: RangeProgress, *, only_if_active: bool = False, **values: Any) -> None:
+        """Update a range. ``only_if_active``: leave a range that was stopped or failed meanwhile (by a
+        stop signal applied while this chunk was landing) as it is."""
         t = self.table
         for k in ("lo", "hi", "last_key"):
             if k in values and values[k] is not None:
                 values[k] = json.dumps(values[k])
         values["updated_at"] = now()
+        stmt = sa.update(t).where(
+            t.c.signal_id == p.signal_id, t.c.collection == p.collection, t.c.range_no == p.range_no
+        )
+        if only_if_active:
+            stmt = stmt.where(t.c.status.in_(("pending", "running")))
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.update(t)
-                .where(
-                    t.c.signal_id == p.signal_id, t.c.collection == p.collection, t.c.range_no == p.range_no
-                )
-                .values(**values)
-            )
+            conn.execute(stmt.values(**values))
 
     def set_collection(
         self, signal_id: str, collection: str | None, status: str, reason: str | None = None
