@@ -1,0 +1,278 @@
+"""DESIGN.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
+
+Work in progress toward issue 7; what is here is checked against the reference rules
+(``cdc_backfill.reconcile.reference``) and against the source after a concurrent snapshot:
+
+    events --windows()-------------------------------.
+    events --typed_stream(columns)--> stream rows ---+--> merge() --> state
+    READ chunks --surviving_reads(windows, stream)---'
+
+Rows of every source are brought to the same typed columns (the table's, as the snapshot chunks store
+them), so keys join as values, not as JSON text. Each row carries a sort key ``_sort`` =
+(run, position, priority, file, line): previous state first, then stream events at their position, a
+surviving READ at its window's high after any stream event at that position.
+
+Not yet here: incremental runs over windows that straddle two runs, arrays and time columns, the
+state's version log, verify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.window import Window
+
+from cdc_backfill.pgtypes import PgColumn
+
+_NUMERIC = __import__("re").compile(r"^numeric\((\d+),(\d+)\)$")
+PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
+FALLBACK_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
+
+
+def spark_type(col: PgColumn) -> T.DataType:
+    """The Spark type of a column, matching what Spark reads from a snapshot chunk."""
+    kind = col.kind
+    if kind == "int":
+        return {"smallint": T.ShortType(), "integer": T.IntegerType()}.get(col.type, T.LongType())
+    if kind == "float":
+        return T.FloatType() if col.type == "real" else T.DoubleType()
+    if kind == "bool":
+        return T.BooleanType()
+    if kind == "date":
+        return T.DateType()
+    if kind == "numeric":
+        m = _NUMERIC.match(col.type)
+        return (
+            T.DecimalType(int(m.group(1)), int(m.group(2))) if m and int(m.group(1)) <= 38 else T.StringType()
+        )
+    if kind == "timestamp":
+        return T.TimestampNTZType()
+    if kind == "timestamptz":
+        return T.TimestampType()
+    if kind == "bytea":
+        return T.BinaryType()
+    return T.StringType()
+
+
+def _debezium_json_type(col: PgColumn) -> T.DataType:
+    """How the column's value is written in a Debezium event (before conversion)."""
+    kind = col.kind
+    if kind in ("int", "float", "bool"):
+        return spark_type(col)
+    if kind in ("date",):
+        return T.IntegerType()
+    if kind in ("timestamp", "time"):
+        return T.LongType()
+    return T.StringType()  # numeric, timestamptz, bytea (base64), text, json, uuid, arrays
+
+
+def _from_debezium(col: PgColumn, value: Column) -> Column:
+    kind = col.kind
+    target = spark_type(col)
+    if kind == "numeric":
+        return value.cast(target)
+    if kind == "date":
+        return F.date_add(F.lit("1970-01-01").cast("date"), value)
+    if kind == "timestamp":
+        return F.timestamp_micros(value).cast(T.TimestampNTZType())
+    if kind == "timestamptz":
+        return F.to_timestamp(value)
+    if kind == "bytea":
+        return F.unbase64(value)
+    return value
+
+
+def event_schema(columns: Sequence[PgColumn]) -> T.StructType:
+    return T.StructType([T.StructField(c.name, _debezium_json_type(c)) for c in columns])
+
+
+def windows(events: DataFrame, signal_collection: str) -> DataFrame:
+    """(chunk_id, low, high) of every window opened in the stream; high is null while still open.
+
+    Insert/insert watermarking (``<chunk>-open`` then ``<chunk>-close``) and insert/delete (the close is
+    the delete of the open row) both close a window, at the first close after the open.
+    """
+    sig = events.where(F.col("collection") == signal_collection).select(
+        F.get_json_object("key", "$.id").alias("id"), "op", "position"
+    )
+    opens = (
+        sig.where(F.col("op").isin("c", "r") & F.col("id").endswith("-open"))
+        .groupBy(F.regexp_replace("id", "-open$", "").alias("_cdc_chunk_id"))
+        .agg(F.min("position").alias("_cdc_low"))
+    )
+    closes = sig.where(
+        (F.col("op").isin("c", "r") & F.col("id").endswith("-close"))
+        | ((F.col("op") == "d") & F.col("id").endswith("-open"))
+    ).select(
+        F.regexp_replace("id", "-(open|close)$", "").alias("_cdc_chunk_id"),
+        F.col("position").alias("_cdc_close"),
+    )
+    return (
+        opens.join(closes, "_cdc_chunk_id", "left")
+        .where(F.col("_cdc_close").isNull() | (F.col("_cdc_close") > F.col("_cdc_low")))
+        .groupBy("_cdc_chunk_id", "_cdc_low")
+        .agg(F.min("_cdc_close").alias("_cdc_high"))
+    )
+
+
+def typed_stream(
+    events: DataFrame, collection: str, columns: Sequence[PgColumn], key: Sequence[str]
+) -> DataFrame:
+    """The collection's row events as typed rows: key columns, value columns, ``_present`` (per column,
+    was the value sent: false for unchanged TOAST and for the non-key columns of a delete),
+    ``_deleted``, ``_sort``. Truncates are left out (see :func:`truncates`)."""
+    schema = event_schema(columns)
+    key_schema = T.StructType([f for f in schema.fields if f.name in key])
+    ev = events.where((F.col("collection") == collection) & F.col("op").isin("c", "u", "d", "r"))
+    ev = ev.withColumn("_cdc_after", F.from_json("after", schema)).withColumn(
+        "_cdc_key", F.from_json("key", key_schema)
+    )
+    cols = []
+    present = []
+    for c in columns:
+        from_after = _from_debezium(c, F.col("_cdc_after").getField(c.name))
+        if c.name in key:
+            value = F.coalesce(from_after, _from_debezium(c, F.col("_cdc_key").getField(c.name)))
+        else:
+            value = from_after
+        cols.append(value.cast(spark_type(c)).alias(c.name))
+        sent = F.col("after").isNotNull() & ~F.array_contains(F.coalesce("unchanged", F.array()), c.name)
+        present.append((sent | F.lit(c.name in key)).alias(c.name))
+    return ev.select(
+        *cols,
+        F.struct(*present).alias("_cdc_present"),
+        F.col("after").isNull().alias("_cdc_deleted"),
+        F.struct(
+            F.lit(1).alias("run"), F.col("position").alias("position"), F.lit(PRIORITY_STREAM).alias("priority"),
+            F.col("file").alias("file"), F.col("line").alias("line"),
+        ).alias("_cdc_sort"),
+    )  # fmt: skip
+
+
+def truncates(events: DataFrame, collection: str) -> DataFrame:
+    return events.where((F.col("collection") == collection) & (F.col("op") == "t")).select("position")
+
+
+def surviving_reads(
+    reads: DataFrame,
+    wins: DataFrame,
+    stream: DataFrame,
+    truncs: DataFrame,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+) -> tuple[DataFrame, DataFrame]:
+    """(READ rows kept, READ rows dropped) as typed rows with ``_sort``.
+
+    A READ row waits (is in neither) while its window is missing or open. It is dropped when the stream
+    has an event for its key, or a truncate, strictly inside its window; a kept row takes the window's
+    high. Dropped rows are returned at the window's low as fill-only rows: they supply columns that a
+    TOAST-only update inside the window did not send (see the reference's ``_apply``).
+    """
+    names = [c.name for c in columns]
+    closed = wins.where(F.col("_cdc_high").isNotNull())
+    r = reads.join(closed, "_cdc_chunk_id")
+    touched = stream.select(*key, F.col("_cdc_sort.position").alias("_cdc_p"))
+    hit = r.join(touched, list(key)).where(
+        (F.col("_cdc_p") > F.col("_cdc_low")) & (F.col("_cdc_p") < F.col("_cdc_high"))
+    )
+    cut = r.crossJoin(truncs.select(F.col("position").alias("_cdc_t"))).where(
+        (F.col("_cdc_t") > F.col("_cdc_low")) & (F.col("_cdc_t") < F.col("_cdc_high"))
+    )
+    dropped_ids = hit.select(*key, "_cdc_chunk_id").union(cut.select(*key, "_cdc_chunk_id")).distinct()
+    kept = r.join(dropped_ids, [*key, "_cdc_chunk_id"], "left_anti")
+    dropped = r.join(dropped_ids, [*key, "_cdc_chunk_id"], "left_semi")
+    all_present = F.struct(*[F.lit(True).alias(n) for n in names])
+
+    def shape(df: DataFrame, at: str, priority: int) -> DataFrame:
+        return df.select(
+            *[F.col(n).cast(spark_type(c)).alias(n) for n, c in zip(names, columns, strict=True)],
+            all_present.alias("_cdc_present"),
+            F.lit(False).alias("_cdc_deleted"),
+            F.struct(
+                F.lit(1).alias("run"), F.col(at).alias("position"), F.lit(priority).alias("priority"),
+                F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
+            ).alias("_cdc_sort"),
+        )  # fmt: skip
+
+    return shape(kept, "_cdc_high", PRIORITY_READ), shape(dropped, "_cdc_low", FALLBACK_PRIORITY)
+
+
+def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
+    """Per key: the last row by ``_sort`` wins (fill-only rows never do); each column not sent takes the
+    last value sent before it; a winning delete removes the key; the latest truncate removes keys whose
+    winner is before it. Returns the typed state with ``_cdc_position``."""
+    names = [c.name for c in columns]
+    w = (
+        Window.partitionBy(*key)
+        .orderBy("_cdc_sort")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    filled = rows.select(
+        *[
+            F.last(F.when(F.col("_cdc_present").getField(n), F.struct(F.col(n).alias("v"))), ignorenulls=True)
+            .over(w)
+            .getField("v")
+            .alias(n)
+            for n in names
+        ],
+        "_cdc_deleted",
+        "_cdc_sort",
+    )
+    winners = filled.where(F.col("_cdc_sort.priority") != FALLBACK_PRIORITY)
+    last = winners.groupBy(*key).agg(
+        F.max_by(F.struct(*names, "_cdc_deleted", "_cdc_sort"), F.col("_cdc_sort")).alias("_cdc_w")
+    )
+    state = last.select(*[F.col("_cdc_w").getField(n).alias(n) for n in names], F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
+                        F.col("_cdc_w._cdc_sort").alias("_cdc_sort"))  # fmt: skip
+    latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
+    # a previous state's rows are older than any truncate of this run; this run's rows compare positions
+    state = state.crossJoin(latest_truncate).where(
+        F.col("_cdc_t").isNull()
+        | ((F.col("_cdc_sort.run") == 1) & (F.col("_cdc_sort.position") > F.col("_cdc_t")))
+    )
+    return state.where(~F.col("_cdc_deleted")).select(
+        *names, F.col("_cdc_sort.position").alias("_cdc_position")
+    )
+
+
+def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
+    """A previous state as rows older than anything in this run."""
+    names = [c.name for c in columns]
+    return previous.select(
+        *names,
+        F.struct(*[F.lit(True).alias(n) for n in names]).alias("_cdc_present"),
+        F.lit(False).alias("_cdc_deleted"),
+        F.struct(
+            F.lit(0).alias("run"), F.col("_cdc_position").alias("position"), F.lit(PRIORITY_PREVIOUS).alias("priority"),
+            F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
+        ).alias("_cdc_sort"),
+    )  # fmt: skip
+
+
+def reconcile_collection(
+    events: DataFrame,
+    reads: DataFrame | None,
+    collection: str,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    signal_collection: str,
+    previous: DataFrame | None = None,
+) -> DataFrame:
+    """The state of one collection from the canonical events, its landed READ rows and a previous state."""
+    stream = typed_stream(events, collection, columns, key)
+    truncs = truncates(events, collection)
+    parts = [stream]
+    if reads is not None:
+        kept, dropped = surviving_reads(
+            reads, windows(events, signal_collection), stream, truncs, columns, key
+        )
+        parts += [kept, dropped]
+    if previous is not None:
+        parts.append(previous_rows(previous, columns))
+    rows = parts[0]
+    for p in parts[1:]:
+        rows = rows.unionByName(p)
+    return merge(rows, truncs, columns, key)
