@@ -62,6 +62,19 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
+def _cmd_reconcile(args: argparse.Namespace) -> int:
+    import shlex
+    import subprocess
+
+    from cdc_backfill.spark.submit import reconcile_command
+
+    cmd = reconcile_command(args.landing, args.state, args.collections, master=args.master)
+    if args.print_command:
+        print(shlex.join(cmd))
+        return 0
+    return subprocess.run(cmd, check=False).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc-backfill",
@@ -127,6 +140,22 @@ def build_parser() -> argparse.ArgumentParser:
     from cdc_backfill.cli_snapshot import add_snapshot_parser
 
     add_snapshot_parser(sub)
+
+    rec = sub.add_parser(
+        "reconcile",
+        help="rebuild each collection's state from the landed stream and READ chunks (Spark)",
+        epilog="examples:\n  cdc-backfill reconcile --landing lake/ --state state/\n"
+        "  cdc-backfill reconcile --landing s3a://lake/ --state s3a://state/ --master spark://host:7077 --print-command",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rec.add_argument("--landing", required=True, metavar="DIR")
+    rec.add_argument("--state", required=True, metavar="DIR")
+    rec.add_argument("--collections", nargs="*", metavar="COLLECTION")
+    rec.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    rec.add_argument(
+        "--print-command", action="store_true", help="print the spark-submit command, run nothing"
+    )
+    rec.set_defaults(func=_cmd_reconcile)
     return parser
 
 

@@ -38,6 +38,7 @@ from cdc_backfill.config import mask_url
 from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.fastpath import column_kind, encode_tuple
+from cdc_backfill.snapshot.progress import PROGRESS_TABLE
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +257,11 @@ class PostgresCapture:
         store = SignalStore(self.url, self.signal_table, engine=self.engine)
         store.init()
         with self.engine.connect() as conn:
-            tables = list_tables(conn)
+            # the project's own bookkeeping (signal statuses, snapshot progress) is not data to capture
+            bookkeeping = set(store.protected[1:]) | {
+                collection_name(store.schema or "public", PROGRESS_TABLE)
+            }
+            tables = [t for t in list_tables(conn) if t.collection not in bookkeeping]
             chosen, warnings = choose_tables(tables, self.patterns, [store.signal_collection])
             added = ensure_publication(conn, self.publication, chosen)
             created = ensure_slot(conn, self.slot)

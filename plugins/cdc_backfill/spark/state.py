@@ -1,0 +1,67 @@
+"""The state of a collection on disk: Parquet versions and an atomic ``current`` pointer.
+
+``<state>/<collection>/v000007/*.parquet`` holds one complete version; ``current`` is a symbolic link to
+the newest complete one, replaced atomically (a new link renamed over the old), so Spark, DuckDB and
+pandas reading ``<state>/<collection>/current`` see the previous version or the new one, never a mix. A
+run that fails before the switch leaves the previous version current. ``_log.json`` lists the
+versions with the stream position each is complete up to; older versions beyond ``keep`` are removed.
+
+Only the job entry point calls :func:`write_version` (it does I/O); the rest is path arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from cdc_backfill.capture.landing import write_atomically
+
+CURRENT = "current"
+LOG = "_log.json"
+_VERSION_RE = re.compile(r"^v(\d{6})$")
+
+
+def collection_dir(state: Path, collection: str) -> Path:
+    return Path(state) / collection
+
+
+def versions(folder: Path) -> list[int]:
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _VERSION_RE.match(p.name)))
+
+
+def current_path(state: Path, collection: str) -> Path | None:
+    link = collection_dir(state, collection) / CURRENT
+    return link if link.exists() else None
+
+
+def read_log(folder: Path) -> list[dict[str, Any]]:
+    path = folder / LOG
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def write_version(df: DataFrame, state: Path, collection: str, info: dict[str, Any], keep: int = 3) -> Path:
+    """Write ``df`` as the next version, switch ``current`` to it, log it, prune old versions."""
+    folder = collection_dir(state, collection)
+    folder.mkdir(parents=True, exist_ok=True)
+    number = (versions(folder) or [0])[-1] + 1
+    target = folder / f"v{number:06d}"
+    df.write.mode("errorifexists").parquet(str(target))
+    tmp_link = folder / f".{CURRENT}.{os.getpid()}"
+    if tmp_link.is_symlink():
+        tmp_link.unlink()
+    os.symlink(target.name, tmp_link)
+    os.replace(tmp_link, folder / CURRENT)  # the switch: atomic
+    log = [*read_log(folder), {"version": number, "written_at": time.time(), **info}]
+    write_atomically(folder / LOG, json.dumps(log, indent=2, default=str).encode())
+    for old in versions(folder)[:-keep]:
+        shutil.rmtree(folder / f"v{old:06d}", ignore_errors=True)
+    return target

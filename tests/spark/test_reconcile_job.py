@@ -1,0 +1,75 @@
+"""`cdc-backfill reconcile` end to end: spark-submit of the job, a versioned state that DuckDB reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from cdc_backfill.snapshot.engine import SnapshotEngine
+from cdc_backfill.spark.submit import reconcile_command
+from tests.snapshot.judge import columns_of, source_state
+from tests.snapshot.test_engine_pg import InWindow, drain, send
+from tests.snapshot.workload import Writers, seed
+
+pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
+
+
+def test_submit_command_is_plain_data() -> None:
+    cmd = reconcile_command(
+        "lake/", "state/", ["public.orders"], master="spark://h:7077", conf={"spark.executor.memory": "4g"}
+    )
+    assert cmd[:5] == ["spark-submit", "--master", "spark://h:7077", "--name", "cdc_backfill_reconcile"]
+    assert cmd[5:7] == ["--conf", "spark.executor.memory=4g"]
+    assert cmd[7].endswith("spark_jobs/reconcile.py")
+    assert cmd[8:] == ["--landing", "lake/", "--state", "state/", "--collections", "public.orders"]
+
+
+def run_reconcile(landing: Path, state: Path) -> dict:
+    res = subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", "reconcile", "--landing", str(landing), "--state", str(state),
+         "--master", "local[2]"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if res.returncode != 0:
+        Path("/tmp/job.err").write_text(res.stderr)
+        Path("/tmp/job.out").write_text(res.stdout)
+    assert res.returncode == 0, "\n".join(line for line in res.stderr.splitlines() if " INFO " not in line)[
+        -3000:
+    ]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_reconcile_job_writes_versioned_states_equal_to_the_source(fresh_db: str, tmp_path: Path) -> None:
+    seed(fresh_db, orders=300, lines=300)
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    drain(fresh_db, landing)
+    writers = Writers(fresh_db, seed_value=5).start()
+    try:
+        send(fresh_db, "public\\.orders", "public\\.lines", chunk_size=37)
+        SnapshotEngine(fresh_db, landing, readers=2, window_hook=InWindow(fresh_db)).run()
+    finally:
+        writers.stop()
+    drain(fresh_db, landing)
+    summary = run_reconcile(landing, state)
+    assert summary["quarantined"] == 0
+    for coll in ("public.orders", "public.lines"):
+        columns, key = columns_of(fresh_db, coll)
+        want = source_state(fresh_db, coll, key)
+        got = duckdb.sql(
+            f"SELECT * EXCLUDE (_cdc_position) FROM '{state / coll / 'current'}/*.parquet'"
+        ).fetchall()
+        names = [c.name for c in columns]
+        got_rows = {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got}
+        assert got_rows == want, coll
+        assert summary["collections"][coll]["rows"] == len(want)
+    # a second run makes a second version and moves the pointer; the first stays readable until pruned
+    run_reconcile(landing, state)
+    orders = state / "public.orders"
+    assert (orders / "current").resolve().name == "v000002"
+    assert [v["version"] for v in json.loads((orders / "_log.json").read_text())] == [1, 2]
+    assert (orders / "v000001").is_dir()
