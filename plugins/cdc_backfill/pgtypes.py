@@ -62,6 +62,14 @@ class PgColumn:
         return "text"
 
 
+def decimal_shape(col: PgColumn) -> tuple[int, int] | None:
+    """(precision, scale) of a numeric column that fits a 38-digit decimal; None: kept as text."""
+    m = _NUMERIC_RE.match(col.type)
+    if m and int(m.group(1)) <= 38:
+        return int(m.group(1)), int(m.group(2))
+    return None
+
+
 def arrow_type(col: PgColumn) -> pa.DataType:
     """The Arrow type a chunk stores the column as (numeric beyond 38 digits or unconstrained: text)."""
     kind = col.kind
@@ -74,10 +82,8 @@ def arrow_type(col: PgColumn) -> pa.DataType:
     if kind == "date":
         return pa.date32()
     if kind == "numeric":
-        m = _NUMERIC_RE.match(col.type)
-        if m and int(m.group(1)) <= 38:
-            return pa.decimal128(int(m.group(1)), int(m.group(2)))
-        return pa.string()
+        shape = decimal_shape(col)
+        return pa.decimal128(*shape) if shape else pa.string()
     if kind == "timestamp":
         return pa.timestamp("us")
     if kind == "timestamptz":

@@ -25,9 +25,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
-from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.pgtypes import PgColumn, decimal_shape
 
-_NUMERIC = __import__("re").compile(r"^numeric\((\d+),(\d+)\)$")
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
 FALLBACK_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
 
@@ -44,10 +43,8 @@ def spark_type(col: PgColumn) -> T.DataType:
     if kind == "date":
         return T.DateType()
     if kind == "numeric":
-        m = _NUMERIC.match(col.type)
-        return (
-            T.DecimalType(int(m.group(1)), int(m.group(2))) if m and int(m.group(1)) <= 38 else T.StringType()
-        )
+        shape = decimal_shape(col)
+        return T.DecimalType(*shape) if shape else T.StringType()
     if kind == "timestamp":
         return T.TimestampNTZType()
     if kind == "timestamptz":
