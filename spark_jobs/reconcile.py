@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 from cdc_backfill.spark.landing import events_only, landing_events, quarantined_only
-from cdc_backfill.spark.reconcile import reconcile_collection
+from cdc_backfill.spark.reconcile import reconcile_parts
 from cdc_backfill.spark.session import build_session
 from cdc_backfill.spark.state import current_path, write_version
 
@@ -45,16 +45,27 @@ def main(argv: list[str] | None = None) -> int:
         reads = spark.read.parquet(str(chunks)) if list(chunks.glob("*.parquet")) else None
         current = current_path(state_dir, coll)
         previous = spark.read.parquet(str(current)) if current else None
-        state = reconcile_collection(
-            events, reads, coll, columns, key, args.signal_collection, previous
-        ).cache()
+        parts = reconcile_parts(events, reads, coll, columns, key, args.signal_collection, previous)
+        state = parts.state.cache()
         rows = state.count()
+        reads_total = reads.count() if reads is not None else 0
+        kept = parts.kept.count() if parts.kept is not None else 0
+        dropped = parts.dropped.count() if parts.dropped is not None else 0
+        counts = {
+            "events_applied": parts.stream.count(),
+            "deletes": parts.stream.where("_cdc_deleted").count(),
+            "reads": reads_total,
+            "reads_applied": kept,
+            "reads_dropped": dropped,
+            "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
+            "keys_removed_since_previous": previous.join(state, key, "left_anti").count() if previous else 0,
+        }
         position = (
             events.where(F.col("collection").isin(coll, args.signal_collection))
             .agg(F.max("position"))
             .first()[0]
         )
-        info = {"rows": rows, "position": [int(p) for p in position] if position else None}
+        info = {"rows": rows, "position": [int(p) for p in position] if position else None, **counts}
         # _cdc_position stays: the position each row is as of, and where the next run starts from
         write_version(state, state_dir, coll, info, keep=args.keep_versions)
         summary["collections"][coll] = info  # type: ignore[index]

@@ -66,7 +66,12 @@ def test_reconcile_job_writes_versioned_states_equal_to_the_source(fresh_db: str
         names = [c.name for c in columns]
         got_rows = {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got}
         assert got_rows == want, coll
-        assert summary["collections"][coll]["rows"] == len(want)
+        info = summary["collections"][coll]
+        assert info["rows"] == len(want)
+        assert info["reads_waiting"] == 0
+        assert info["reads_applied"] + info["reads_dropped"] == info["reads"] > 0
+        assert info["events_applied"] > 0
+    assert summary["collections"]["public.orders"]["reads_dropped"] > 0  # the in-window changes
     # a second run makes a second version and moves the pointer; the first stays readable until pruned
     run_reconcile(landing, state)
     orders = state / "public.orders"

@@ -19,6 +19,7 @@ state's version log, verify.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -249,7 +250,17 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
     )  # fmt: skip
 
 
-def reconcile_collection(
+@dataclass(frozen=True)
+class ReconcileParts:
+    """The state and the frames it came from, for the run summary to count."""
+
+    state: DataFrame
+    stream: DataFrame  # the collection's row events, typed
+    kept: DataFrame | None  # READ rows applied at their window's high
+    dropped: DataFrame | None  # READ rows superseded inside their window
+
+
+def reconcile_parts(
     events: DataFrame,
     reads: DataFrame | None,
     collection: str,
@@ -257,11 +268,11 @@ def reconcile_collection(
     key: Sequence[str],
     signal_collection: str,
     previous: DataFrame | None = None,
-) -> DataFrame:
-    """The state of one collection from the canonical events, its landed READ rows and a previous state."""
+) -> ReconcileParts:
     stream = typed_stream(events, collection, columns, key)
     truncs = truncates(events, collection)
     parts = [stream]
+    kept = dropped = None
     if reads is not None:
         kept, dropped = surviving_reads(
             reads, windows(events, signal_collection), stream, truncs, columns, key
@@ -272,4 +283,17 @@ def reconcile_collection(
     rows = parts[0]
     for p in parts[1:]:
         rows = rows.unionByName(p)
-    return merge(rows, truncs, columns, key)
+    return ReconcileParts(merge(rows, truncs, columns, key), stream, kept, dropped)
+
+
+def reconcile_collection(
+    events: DataFrame,
+    reads: DataFrame | None,
+    collection: str,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    signal_collection: str,
+    previous: DataFrame | None = None,
+) -> DataFrame:
+    """The state of one collection from the canonical events, its landed READ rows and a previous state."""
+    return reconcile_parts(events, reads, collection, columns, key, signal_collection, previous).state
