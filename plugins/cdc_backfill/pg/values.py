@@ -244,24 +244,3 @@ def json_via(conv: Converter) -> JsonEncoder:
         return orjson.dumps(conv(raw.decode("utf-8")))
 
     return encode
-
-
-def json_encoder_for(
-    type_oid: int, element_of: Callable[[int], int | None] | None = None
-) -> JsonEncoder | None:
-    """The column encoder for a type: server text (bytes) to the JSON bytes of its Debezium value.
-
-    None: the text already is the JSON value (integers), so the hot path copies it as it is.
-    """
-    if type_oid in _INT_TYPES:
-        return None
-    if type_oid in (FLOAT4, FLOAT8):
-        return _json_float
-    if type_oid == BOOL:
-        return _json_bool
-    if type_oid == NUMERIC:
-        return _json_quoted
-    if type_oid == TIMESTAMPTZ:
-        return _json_timestamptz
-    conv = converter_for(type_oid, element_of)
-    return _json_text if conv is None else json_via(conv)
