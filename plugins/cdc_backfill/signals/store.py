@@ -5,7 +5,6 @@ This is the one Python API under the ``cdc-backfill signal`` commands and the Ai
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from cdc_backfill.config import mask_url
 from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
 from cdc_backfill.signals.model import Signal, SignalError, check_row_limits
-from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name
+from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name, utc_now
 from cdc_backfill.signals.validate import ValidatedSignal, validate
 
 log = logging.getLogger(__name__)
@@ -31,10 +30,6 @@ SYSTEM_SCHEMAS = {
                "LOGMINER", "ORDSYS", "WMSYS", "OJVMSYS", "AUDSYS"},
     "mysql": {"mysql", "information_schema", "performance_schema", "sys"},
 }  # fmt: skip
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -126,7 +121,7 @@ class SignalStore:
     def send(self, signal: Signal, catalog: Catalog | None = None) -> ValidatedSignal:
         """Validate, then write the signal row and its status row in one transaction."""
         validated = self.check(signal, catalog)
-        now = _now()
+        now = utc_now()
         try:
             with self.engine.begin() as conn:
                 conn.execute(sa.insert(self.signal).values(**signal.row()))
@@ -185,7 +180,7 @@ class SignalStore:
         progress: dict[str, Any] | None = None,
     ) -> None:
         """Insert or update a signal's status row (the engine and the reader of plain-SQL signals call this)."""
-        now = _now()
+        now = utc_now()
         values: dict[str, Any] = {"status": status, "updated_at": now}
         if reason is not None:
             values["reason"] = reason[:2048]

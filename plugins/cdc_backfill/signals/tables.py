@@ -7,6 +7,8 @@ dialect (tests parse the SQL Server and Oracle output back with sqlglot).
 
 from __future__ import annotations
 
+import datetime as dt
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.schema import CreateTable
@@ -26,6 +28,11 @@ DIALECTS: dict[str, sa.engine.Dialect] = {
 
 # Statuses a signal goes through. received: in the table, not yet seen by the engine.
 STATUSES = ("received", "accepted", "running", "paused", "done", "stopped", "failed", "rejected")
+
+
+def utc_now() -> dt.datetime:
+    """The time written into the bookkeeping tables' DateTime columns: UTC, without a zone."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def split_name(name: str) -> tuple[str | None, str]:

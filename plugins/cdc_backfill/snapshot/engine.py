@@ -42,9 +42,9 @@ from cdc_backfill.capture.postgres import SESSION_OPTIONS, libpq_dsn
 from cdc_backfill.pgtypes import PgColumn, arrow_type
 from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
 from cdc_backfill.signals.store import SignalStore
+from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.signals.validate import CollectionPlan, validate
 from cdc_backfill.snapshot.progress import NULL_RANGE, ProgressStore, RangeProgress
-from cdc_backfill.snapshot.progress import now as progress_now
 from cdc_backfill.snapshot.sql import (
     ChunkTable,
     boundary_select,
@@ -478,7 +478,7 @@ class SnapshotEngine:
         is still recorded in chunk order and only after the chunk has landed."""
         ct = shape.chunk_table()
         if rng.status == "pending":
-            self.progress.update(rng, status="running", started_at=_now())
+            self.progress.update(rng, status="running", started_at=utc_now())
         after = rng.start_after
         chunks = rng.chunks_done
         rows = rng.rows_read
@@ -659,7 +659,3 @@ def _bind(stmt: Any, dialect: str) -> sa.TextClause:
 
     sql = compile_sql(stmt, dialect)
     return sa.text(re.sub(r"%\((\w+)\)s", r":\1", sql))
-
-
-def _now() -> Any:
-    return progress_now()

@@ -11,6 +11,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cdc_backfill.signals.tables import utc_now
+
 PROGRESS_TABLE = "cdc_snapshot_progress"
 NULL_RANGE = -1  # the range of rows whose (nullable) chunk column is NULL
 
@@ -34,10 +36,6 @@ def progress_table(schema: str | None) -> sa.Table:
         sa.Column("updated_at", sa.DateTime),
         sa.Column("reason", sa.String(2048)),
     )
-
-
-def now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ class ProgressStore:
                 "chunks_done": 0,
                 "rows_read": 0,
                 "rows_estimate": per_range,
-                "updated_at": now(),
+                "updated_at": utc_now(),
             }
             for no, lo, hi in ranges
         ]
@@ -124,7 +122,7 @@ class ProgressStore:
         for k in ("lo", "hi", "last_key"):
             if k in values and values[k] is not None:
                 values[k] = json.dumps(values[k])
-        values["updated_at"] = now()
+        values["updated_at"] = utc_now()
         stmt = sa.update(t).where(
             t.c.signal_id == p.signal_id, t.c.collection == p.collection, t.c.range_no == p.range_no
         )
@@ -142,4 +140,4 @@ class ProgressStore:
         if collection is not None:
             stmt = stmt.where(t.c.collection == collection)
         with self.engine.begin() as conn:
-            return conn.execute(stmt.values(status=status, reason=reason, updated_at=now())).rowcount
+            return conn.execute(stmt.values(status=status, reason=reason, updated_at=utc_now())).rowcount
