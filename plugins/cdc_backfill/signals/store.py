@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from cdc_backfill.config import mask_url
 from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
-from cdc_backfill.signals.model import Signal, SignalError, check_row_limits
+from cdc_backfill.signals.model import ENGINE_TYPES, Signal, SignalError, check_row_limits
 from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name, utc_now
 from cdc_backfill.signals.validate import ValidatedSignal, validate
 
@@ -152,17 +152,19 @@ class SignalStore:
 
     # ------------------------------------------------------------ read back
 
-    def rows(self) -> list[tuple[str, str, str | None]]:
+    def rows(self, operator_only: bool = False) -> list[tuple[str, str, str | None]]:
+        """The signal table's rows; ``operator_only`` leaves the engine's window rows out in SQL (there are
+        two per chunk, and the engine reads the operators' signals between chunks)."""
+        stmt = sa.select(self.signal.c.id, self.signal.c.type, self.signal.c.data)
+        if operator_only:
+            stmt = stmt.where(self.signal.c.type.not_in(ENGINE_TYPES))
         with self.engine.connect() as conn:
-            res = conn.execute(sa.select(self.signal.c.id, self.signal.c.type, self.signal.c.data))
-            return [(r.id, r.type, r.data) for r in res]
+            return [(r.id, r.type, r.data) for r in conn.execute(stmt)]
 
     def read(self) -> list[tuple[str, Signal | SignalError]]:
         """Every operator signal in the table, parsed, or the reason it cannot be (window rows left out)."""
         out: list[tuple[str, Signal | SignalError]] = []
-        for id_, type_, data in self.rows():
-            if type_ in ("snapshot-window-open", "snapshot-window-close"):
-                continue
+        for id_, type_, data in self.rows(operator_only=True):
             try:
                 out.append((id_, Signal.from_row(id_, type_, data)))
             except SignalError as exc:
