@@ -30,6 +30,7 @@ def spark_state(spark, landing: Path, collection: str, columns: list[PgColumn], 
     for r in state.collect():
         row = r.asDict()
         row.pop("_cdc_position")
+        row.pop("_cdc_unknown")
         out[tuple(row[k] for k in key)] = row
     return out
 

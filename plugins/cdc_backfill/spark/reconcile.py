@@ -1,19 +1,24 @@
 """DESIGN.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
-Work in progress toward issue 7; what is here is checked against the reference rules
-(``cdc_backfill.reconcile.reference``) and against the source after a concurrent snapshot:
-
     events --windows()-------------------------------.
     events --typed_stream(columns)--> stream rows ---+--> merge() --> state
     READ chunks --surviving_reads(windows, stream)---'
+    previous state --previous_rows()-----------------'
 
 Rows of every source are brought to the same typed columns (the table's, as the snapshot chunks store
-them), so keys join as values, not as JSON text. Each row carries a sort key ``_sort`` =
-(run, position, priority, file, line): previous state first, then stream events at their position, a
-surviving READ at its window's high after any stream event at that position.
+them), so keys join as values, not as JSON text. Each row carries a sort key ``_cdc_sort`` =
+(position, priority, file, line): a previous state's row at the position it is as of, before a stream
+event at the same position (which is the same event, replayed from the carry); a surviving READ at its
+window's high after any stream event there.
 
-Not yet here: incremental runs over windows that straddle two runs, arrays and time columns, the
-state's version log, verify.
+Incremental runs (rule 6). A run reads the previous state, the stream files it has not read yet, and a
+*carry* the previous run left: the signal rows of this collection's windows whose READ chunk it has not
+applied yet, and the collection's events after the lowest low of those windows. A window that
+straddles two runs is thus found whole, and a READ applied late is judged against every event of its
+window and sorted against the later deletes and truncates exactly as one run over everything would.
+Replaying a carried event is harmless: it ties with the state row it produced. The state keeps, per
+row, the columns whose value no event sent yet (``_cdc_unknown``: an unchanged TOAST column of a key
+first seen by an update), so that a READ dropped in a later run can still fill them.
 """
 
 from __future__ import annotations
@@ -88,18 +93,22 @@ def event_schema(columns: Sequence[PgColumn]) -> T.StructType:
 
 
 def windows(events: DataFrame, signal_collection: str) -> DataFrame:
-    """(chunk_id, low, high) of every window opened in the stream; high is null while still open.
+    """(chunk_id, collection, low, high) of every window opened in the stream; high is null while open.
 
     Insert/insert watermarking (``<chunk>-open`` then ``<chunk>-close``) and insert/delete (the close is
     the delete of the open row) both close a window, at the first close after the open.
     """
     sig = events.where(F.col("collection") == signal_collection).select(
-        F.get_json_object("key", "$.id").alias("id"), "op", "position"
+        F.get_json_object("key", "$.id").alias("id"),
+        "op",
+        "position",
+        # our engine names the window's collection in the row's data; Debezium's own rows do not
+        F.get_json_object(F.get_json_object("after", "$.data"), "$['data-collection']").alias("_cdc_for"),
     )
     opens = (
         sig.where(F.col("op").isin("c", "r") & F.col("id").endswith("-open"))
         .groupBy(F.regexp_replace("id", "-open$", "").alias("_cdc_chunk_id"))
-        .agg(F.min("position").alias("_cdc_low"))
+        .agg(F.min("position").alias("_cdc_low"), F.max("_cdc_for").alias("_cdc_for"))
     )
     closes = sig.where(
         (F.col("op").isin("c", "r") & F.col("id").endswith("-close"))
@@ -111,7 +120,7 @@ def windows(events: DataFrame, signal_collection: str) -> DataFrame:
     return (
         opens.join(closes, "_cdc_chunk_id", "left")
         .where(F.col("_cdc_close").isNull() | (F.col("_cdc_close") > F.col("_cdc_low")))
-        .groupBy("_cdc_chunk_id", "_cdc_low")
+        .groupBy("_cdc_chunk_id", "_cdc_for", "_cdc_low")
         .agg(F.min("_cdc_close").alias("_cdc_high"))
     )
 
@@ -144,7 +153,7 @@ def typed_stream(
         F.struct(*present).alias("_cdc_present"),
         F.col("after").isNull().alias("_cdc_deleted"),
         F.struct(
-            F.lit(1).alias("run"), F.col("position").alias("position"), F.lit(PRIORITY_STREAM).alias("priority"),
+            F.col("position").alias("position"), F.lit(PRIORITY_STREAM).alias("priority"),
             F.col("file").alias("file"), F.col("line").alias("line"),
         ).alias("_cdc_sort"),
     )  # fmt: skip
@@ -190,7 +199,7 @@ def surviving_reads(
             all_present.alias("_cdc_present"),
             F.lit(False).alias("_cdc_deleted"),
             F.struct(
-                F.lit(1).alias("run"), F.col(at).alias("position"), F.lit(priority).alias("priority"),
+                F.col(at).alias("position"), F.lit(priority).alias("priority"),
                 F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
             ).alias("_cdc_sort"),
         )  # fmt: skip
@@ -199,20 +208,20 @@ def surviving_reads(
 
 
 def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
-    """Per key: the last row by ``_sort`` wins (fill-only rows never do); each column not sent takes the
-    last value sent before it; a winning delete removes the key; the latest truncate removes keys whose
-    winner is before it. Returns the typed state with ``_cdc_position``."""
+    """Per key: the last row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes
+    the last value sent before it; a winning delete removes the key; the latest truncate removes keys
+    whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``."""
     names = [c.name for c in columns]
     w = (
         Window.partitionBy(*key)
         .orderBy("_cdc_sort")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
+    # per column the last value sent so far, wrapped so that a sent NULL differs from nothing sent
     filled = rows.select(
         *[
             F.last(F.when(F.col("_cdc_present").getField(n), F.struct(F.col(n).alias("v"))), ignorenulls=True)
             .over(w)
-            .getField("v")
             .alias(n)
             for n in names
         ],
@@ -223,31 +232,78 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
     last = winners.groupBy(*key).agg(
         F.max_by(F.struct(*names, "_cdc_deleted", "_cdc_sort"), F.col("_cdc_sort")).alias("_cdc_w")
     )
-    state = last.select(*[F.col("_cdc_w").getField(n).alias(n) for n in names], F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
-                        F.col("_cdc_w._cdc_sort").alias("_cdc_sort"))  # fmt: skip
+    unknown = F.array_compact(
+        F.array(*[F.when(F.col("_cdc_w").getField(n).isNull(), F.lit(n)) for n in names])
+    )
+    state = last.select(
+        *[F.col("_cdc_w").getField(n).getField("v").alias(n) for n in names],
+        unknown.alias("_cdc_unknown"),
+        F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
+        F.col("_cdc_w._cdc_sort.position").alias("_cdc_position"),
+    )
     latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
-    # a previous state's rows are older than any truncate of this run; this run's rows compare positions
     state = state.crossJoin(latest_truncate).where(
-        F.col("_cdc_t").isNull()
-        | ((F.col("_cdc_sort.run") == 1) & (F.col("_cdc_sort.position") > F.col("_cdc_t")))
+        F.col("_cdc_t").isNull() | (F.col("_cdc_position") > F.col("_cdc_t"))
     )
-    return state.where(~F.col("_cdc_deleted")).select(
-        *names, F.col("_cdc_sort.position").alias("_cdc_position")
-    )
+    return state.where(~F.col("_cdc_deleted")).select(*names, "_cdc_position", "_cdc_unknown")
 
 
 def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
-    """A previous state as rows older than anything in this run."""
+    """A previous state as rows at the positions they are as of, before a stream event there (the same
+    event, replayed from the carry); its unknown columns count as not sent."""
     names = [c.name for c in columns]
+    unknown = (
+        F.coalesce(F.col("_cdc_unknown"), F.array().cast("array<string>"))
+        if "_cdc_unknown" in previous.columns
+        else F.array().cast("array<string>")
+    )
     return previous.select(
         *names,
-        F.struct(*[F.lit(True).alias(n) for n in names]).alias("_cdc_present"),
+        F.struct(*[(~F.array_contains(unknown, n)).alias(n) for n in names]).alias("_cdc_present"),
         F.lit(False).alias("_cdc_deleted"),
         F.struct(
-            F.lit(0).alias("run"), F.col("_cdc_position").alias("position"), F.lit(PRIORITY_PREVIOUS).alias("priority"),
+            F.col("_cdc_position").alias("position"), F.lit(PRIORITY_PREVIOUS).alias("priority"),
             F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
         ).alias("_cdc_sort"),
     )  # fmt: skip
+
+
+def window_chunk_id() -> Column:
+    """The chunk id a signal row belongs to (its id without ``-open``/``-close``)."""
+    return F.regexp_replace(F.get_json_object("key", "$.id"), "-(open|close)$", "")
+
+
+def pending_windows(wins: DataFrame, collection: str, applied: DataFrame) -> DataFrame:
+    """The collection's windows whose READ chunk has not been applied (``applied``: ``_cdc_chunk_id``)."""
+    return wins.where(F.col("_cdc_for") == collection).join(applied, "_cdc_chunk_id", "left_anti")
+
+
+def after_position(events: DataFrame, position: Sequence[int] | None) -> DataFrame:
+    """The events after ``position`` (a state's): earlier ones are in that state already."""
+    if position is None:
+        return events
+    bound = F.array(*[F.lit(p).cast(T.DecimalType(38, 0)) for p in position])
+    return events.where(F.col("position") > bound)
+
+
+def carry(events: DataFrame, pending: DataFrame, collection: str, signal_collection: str) -> DataFrame:
+    """What the next run needs again: the signal rows of the pending windows and the collection's
+    events after the lowest of their lows (empty when nothing is pending)."""
+    ids = pending.select("_cdc_chunk_id")
+    signal_rows = (
+        events.where(F.col("collection") == signal_collection)
+        .withColumn("_cdc_chunk_id", window_chunk_id())
+        .join(ids, "_cdc_chunk_id", "left_semi")
+        .drop("_cdc_chunk_id")
+    )
+    since = pending.agg(F.min("_cdc_low").alias("_cdc_since"))
+    rows = (
+        events.where(F.col("collection") == collection)
+        .crossJoin(since)
+        .where(F.col("position") > F.col("_cdc_since"))
+        .drop("_cdc_since")
+    )
+    return signal_rows.unionByName(rows)
 
 
 @dataclass(frozen=True)
@@ -258,6 +314,7 @@ class ReconcileParts:
     stream: DataFrame  # the collection's row events, typed
     kept: DataFrame | None  # READ rows applied at their window's high
     dropped: DataFrame | None  # READ rows superseded inside their window
+    windows: DataFrame  # every window found in this run's events (carry included)
 
 
 def reconcile_parts(
@@ -273,17 +330,16 @@ def reconcile_parts(
     truncs = truncates(events, collection)
     parts = [stream]
     kept = dropped = None
+    wins = windows(events, signal_collection)
     if reads is not None:
-        kept, dropped = surviving_reads(
-            reads, windows(events, signal_collection), stream, truncs, columns, key
-        )
+        kept, dropped = surviving_reads(reads, wins, stream, truncs, columns, key)
         parts += [kept, dropped]
     if previous is not None:
         parts.append(previous_rows(previous, columns))
     rows = parts[0]
     for p in parts[1:]:
         rows = rows.unionByName(p)
-    return ReconcileParts(merge(rows, truncs, columns, key), stream, kept, dropped)
+    return ReconcileParts(merge(rows, truncs, columns, key), stream, kept, dropped, wins)
 
 
 def reconcile_collection(

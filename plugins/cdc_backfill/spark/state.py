@@ -22,6 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from cdc_backfill.capture.landing import write_atomically
+from cdc_backfill.reconcile.runs import CARRY_DIR, META_FILE
 
 CURRENT = "current"
 LOG = "_log.json"
@@ -48,13 +49,28 @@ def read_log(folder: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
-def write_version(df: DataFrame, state: Path, collection: str, info: dict[str, Any], keep: int = 3) -> Path:
-    """Write ``df`` as the next version, switch ``current`` to it, log it, prune old versions."""
+def write_version(
+    df: DataFrame,
+    state: Path,
+    collection: str,
+    info: dict[str, Any],
+    keep: int = 3,
+    carry: DataFrame | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``df`` as the next version (with the run's carry and meta beside it, see
+    ``cdc_backfill.reconcile.runs``), switch ``current`` to it, log it, prune old versions."""
     folder = collection_dir(state, collection)
     folder.mkdir(parents=True, exist_ok=True)
     number = (versions(folder) or [0])[-1] + 1
     target = folder / f"v{number:06d}"
+    if target.exists():  # a run that failed before its switch left it half written: never current
+        shutil.rmtree(target)
     df.write.mode("errorifexists").parquet(str(target))
+    if carry is not None:
+        carry.write.mode("errorifexists").parquet(str(target / CARRY_DIR))
+    if meta is not None:
+        write_atomically(target / META_FILE, json.dumps(meta).encode())
     tmp_link = folder / f".{CURRENT}.{os.getpid()}"
     if tmp_link.is_symlink():
         tmp_link.unlink()
