@@ -278,12 +278,15 @@ def pending_windows(wins: DataFrame, collection: str, applied: DataFrame) -> Dat
     return wins.where(F.col("_cdc_for") == collection).join(applied, "_cdc_chunk_id", "left_anti")
 
 
-def after_position(events: DataFrame, position: Sequence[int] | None) -> DataFrame:
-    """The events after ``position`` (a state's): earlier ones are in that state already."""
+def newer_than(position: Sequence[int] | None) -> Column:
+    """True for events after ``position`` (a state's); earlier ones are in that state already."""
     if position is None:
-        return events
-    bound = F.array(*[F.lit(p).cast(T.DecimalType(38, 0)) for p in position])
-    return events.where(F.col("position") > bound)
+        return F.lit(True)
+    return F.col("position") > F.array(*[F.lit(p).cast(T.DecimalType(38, 0)) for p in position])
+
+
+def after_position(events: DataFrame, position: Sequence[int] | None) -> DataFrame:
+    return events.where(newer_than(position))
 
 
 def carry(events: DataFrame, pending: DataFrame, collection: str, signal_collection: str) -> DataFrame:

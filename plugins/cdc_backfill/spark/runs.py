@@ -1,0 +1,120 @@
+"""One incremental reconcile run of one collection (DESIGN.md §6 rule 6), for the job entry point.
+
+``read_*`` are the I/O edge (reading landed files, the previous version and its carry, like
+``landing_events``); :func:`reconcile_run` only transforms and counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.runs import STREAM_DIR, RunInput, next_meta
+from cdc_backfill.spark.landing import parse_landing_files
+from cdc_backfill.spark.reconcile import (
+    after_position,
+    carry,
+    newer_than,
+    pending_windows,
+    reconcile_parts,
+)
+
+
+def read_new_events(spark: SparkSession, landing: Path, files: Sequence[str]) -> DataFrame:
+    """Parsed rows (events and quarantined records) of the given stream files."""
+    paths = [str(Path(landing) / STREAM_DIR / f) for f in files]
+    if not paths:
+        return spark.createDataFrame([], "path string, content binary").transform(parse_landing_files)
+    return parse_landing_files(spark.read.format("binaryFile").load(paths))
+
+
+@dataclass(frozen=True)
+class RunFrames:
+    carry: DataFrame | None
+    reads: DataFrame | None
+    previous: DataFrame | None
+
+
+def read_run(spark: SparkSession, run: RunInput, event_schema: Any) -> RunFrames:
+    """The previous version, its carry and the READ chunks not applied yet."""
+    return RunFrames(
+        carry=spark.read.schema(event_schema).parquet(str(run.carry)) if run.carry else None,
+        reads=spark.read.parquet(*map(str, run.chunks)) if run.chunks else None,
+        previous=spark.read.parquet(str(run.previous)) if run.previous else None,
+    )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    state: DataFrame
+    carry: DataFrame  # for the next run, written beside the state
+    info: dict[str, Any]  # the run summary's counts
+    meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
+
+
+def reconcile_run(
+    run: RunInput,
+    events: DataFrame,
+    frames: RunFrames,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    signal_collection: str,
+) -> RunResult:
+    """Previous state + new events after its position + carry + unapplied READs -> the next version.
+
+    ``events``: the new stream files' events. The returned ``state`` is cached; unpersist it once written.
+    """
+    coll, sig = run.collection, signal_collection
+    new = after_position(events, run.meta.position)
+    both = new.unionByName(frames.carry) if frames.carry is not None else new
+    both = both.cache()
+    reads, previous = frames.reads, frames.previous
+    parts = reconcile_parts(both, reads, coll, columns, key, sig, previous)
+    if parts.kept is not None and parts.dropped is not None:
+        parts.kept.cache(), parts.dropped.cache()  # counted, and used again by the state
+    closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
+    applied_now = (
+        [r[0] for r in reads.select("_cdc_chunk_id").distinct().join(closed, "_cdc_chunk_id").collect()]
+        if reads is not None
+        else []
+    )
+    own = (F.col("collection") == coll) & F.col("op").isin("c", "u", "d", "r")
+    is_new = newer_than(run.meta.position)
+    totals = events.agg(
+        F.max(F.when(is_new, F.col("position"))).alias("top"),
+        F.count_if(~is_new).alias("late"),
+        F.count_if(is_new & own).alias("applied"),
+        F.count_if(is_new & own & F.col("after").isNull()).alias("deletes"),
+    ).first()
+    top = totals["top"]
+    meta = next_meta(run, applied_now, [int(p) for p in top] if top is not None else None)
+    spark = events.sparkSession
+    applied = spark.createDataFrame([(c,) for c in sorted(meta.applied)], "_cdc_chunk_id string")
+    pending = pending_windows(parts.windows, coll, applied).cache()
+    state = parts.state.cache()
+    reads_total = reads.count() if reads is not None else 0
+    kept = parts.kept.count() if parts.kept is not None else 0
+    dropped = parts.dropped.count() if parts.dropped is not None else 0
+    info: dict[str, Any] = {
+        "rows": state.count(),
+        "position": list(meta.position) if meta.position is not None else None,
+        "stream_files_read": len(run.new_files),
+        "events_applied": totals["applied"],
+        "deletes": totals["deletes"],
+        "late_events_ignored": totals["late"],  # at or before the previous state's position: in it
+        "reads": reads_total,
+        "reads_applied": kept,
+        "reads_dropped": dropped,
+        "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
+        "windows_pending": pending.count(),
+        "keys_removed_since_previous": previous.join(state, list(key), "left_anti").count()
+        if previous is not None
+        else 0,
+    }
+    return RunResult(state, carry(both, pending, coll, sig), info, meta.to_json())
