@@ -89,7 +89,8 @@ def arrow_type(col: PgColumn) -> pa.DataType:
     if kind == "timestamptz":
         return pa.timestamp("us", tz="UTC")
     if kind == "time":
-        return pa.time64("us")
+        # the server's text: Spark reads Parquet TIME only behind a preview flag (spark.sql.timeType)
+        return pa.string()
     if kind == "bytea":
         return pa.binary()
     return pa.string()

@@ -49,7 +49,7 @@ ARRAY_ELEMENTS = {
 
 
 def _bool(text: str) -> object:
-    return text == "t"
+    return text in ("t", "true")  # pgoutput sends t/f; ``::text`` gives true/false
 
 
 def _float(text: str) -> object:
