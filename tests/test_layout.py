@@ -33,6 +33,14 @@ PURE_MODULES = [
     "cdc_backfill.snapshot.engine",
     "cdc_backfill.reconcile.reference",
     "cdc_backfill.cli_snapshot",
+    "cdc_backfill.cli_verify",
+    "cdc_backfill.reconcile.runs",
+    "cdc_backfill.verify.compare",
+    "cdc_backfill.verify.forms",
+    "cdc_backfill.verify.ranges",
+    "cdc_backfill.verify.repair",
+    "cdc_backfill.verify.source",
+    "cdc_backfill.verify.sql",
 ]
 
 

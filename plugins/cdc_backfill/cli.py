@@ -17,6 +17,7 @@ EPILOG = """examples:
   cdc-backfill doctor --fix           also migrate Airflow's metadata database
   cdc-backfill doctor --source postgresql+psycopg2://user@host/db
   cdc-backfill events parse landing/*.jsonl > events.jsonl
+  cdc-backfill verify --state state/ --collection public.orders --repair
 """
 
 
@@ -140,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     from cdc_backfill.cli_snapshot import add_snapshot_parser
 
     add_snapshot_parser(sub)
+
+    from cdc_backfill.cli_verify import add_verify_parser
+
+    add_verify_parser(sub)
 
     rec = sub.add_parser(
         "reconcile",

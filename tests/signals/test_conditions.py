@@ -63,3 +63,29 @@ def test_other_dialects(dialect: str) -> None:
         check_condition("1=1; DROP TABLE y", dialect, COLUMNS, "x.y")
     with pytest.raises(SignalError, match="subquery"):
         check_condition("id IN (SELECT id FROM z)", dialect, COLUMNS, "x.y")
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "status COLLATE \"C\" > 'a' AND status COLLATE \"C\" <= 'm'",
+        "(id, status COLLATE \"C\") <= (10, 'b')",
+        "CAST(status AS TEXT) COLLATE \"C\" > ('a:' || 'b')",
+    ],
+)
+def test_collate_is_accepted_for_byte_order_ranges(condition: str) -> None:
+    # verify's repair conditions compare text keys by bytes, whatever the column's collation
+    assert check_condition(condition, "postgresql", COLUMNS, "public.orders") == condition
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ('status COLLATE "C"', "is not a boolean predicate"),
+        ('status COLLATE "C" > (SELECT max(status) FROM secrets)', "contains a subquery"),
+        ("color COLLATE \"C\" > 'a'", "unknown column 'color'"),
+    ],
+)
+def test_collate_does_not_open_other_doors(condition: str, message: str) -> None:
+    with pytest.raises(SignalError, match=message.replace("(", r"\(")):
+        check_condition(condition, "postgresql", COLUMNS, "public.orders")

@@ -1,0 +1,187 @@
+"""``cdc-backfill verify``: compare one collection's reconciled state with the live source, range by range,
+and with ``--repair`` send one execute-snapshot of the ranges that differ.
+
+Thin: the SQL, the ranges, the comparison and the repair signal are in ``cdc_backfill.verify``, the
+Spark side in ``cdc_backfill.spark.verify``. Spark is imported only when the command runs.
+
+What ``--repair`` cannot fix (it re-reads rows; it never deletes):
+- a key in the state that the source no longer has: a READ snapshot of its range does not delete keys
+  absent from it, so the range keeps differing (rebuild the state, or let the stream carry the delete);
+- columns that differ between the source and the state (verify refuses: exit 2);
+- differences that are only the state being behind the source: drain and reconcile first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdc_backfill.config import mask_url, require_source_url
+from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
+
+if TYPE_CHECKING:
+    from cdc_backfill.verify.compare import Report
+    from cdc_backfill.verify.source import SourceSide
+
+log = logging.getLogger(__name__)
+
+VERIFY_EPILOG = f"""examples (every option):
+  cdc-backfill verify --source postgresql+psycopg2://cdc@db:5432/app --state state/ --collection public.orders
+  cdc-backfill verify --state state/ --collection public.orders --ranges 64       # finer ranges
+  cdc-backfill verify --state state/ --collection public.orders --json > report.json
+  cdc-backfill verify --state state/ --collection public.orders --repair          # re-snapshot what differs
+  cdc-backfill verify --state state/ --collection public.orders --repair --signal-table ops.cdc_signal
+  cdc-backfill verify --state state/ --collection public.order_lines --master local[2]
+
+The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
+Ranges are cut at keys of the source (text keys in byte order, as Spark compares them); each range's rows
+are counted and hashed by SQL in the source and by Spark on <state>/<collection>/current.
+--repair re-reads rows; it cannot remove a key that is in the state but no longer in the source.
+Exit status: 0 every range equal, 1 some ranges differ, 2 cannot verify or repair (the reason is
+printed), 3 the source cannot be reached. --ranges: 1 to {MAX_RANGES:,}.
+"""
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import OperationalError
+
+    from cdc_backfill.verify import VerifyError
+    from cdc_backfill.verify.source import read_source
+
+    if not 1 <= args.ranges <= MAX_RANGES:
+        print(f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}", file=sys.stderr)
+        return 2
+    url = require_source_url(args.source)
+    current = Path(args.state) / args.collection / "current"  # cdc_backfill.spark.state's layout
+    if not current.exists():
+        print(f"cannot verify: no state at {current} (run `cdc-backfill reconcile` first)", file=sys.stderr)
+        return 2
+    engine = sa.create_engine(url, pool_pre_ping=True)
+    try:
+        source = read_source(engine, args.collection, args.ranges)
+    except VerifyError as exc:
+        print(f"cannot verify: {exc}", file=sys.stderr)
+        return 2
+    except OperationalError as exc:
+        print(f"cannot reach the source {mask_url(url)}: {str(exc.orig).strip()}", file=sys.stderr)
+        return 3
+    finally:
+        engine.dispose()
+    try:
+        report = _compare_with_state(args, current, source)
+    except VerifyError as exc:
+        print(f"cannot verify: {exc}", file=sys.stderr)
+        return 2
+    report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(current)})
+    repaired = _repair(args, url, source, report) if args.repair else 0
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        from cdc_backfill.verify.compare import render
+
+        print(render(report))
+    if repaired:
+        return repaired
+    return 0 if report.all_equal else 1
+
+
+def _compare_with_state(args: argparse.Namespace, current: Path, source: SourceSide) -> Report:
+    from pyspark.sql import SparkSession
+
+    from cdc_backfill.spark.session import build_session
+    from cdc_backfill.spark.verify import range_stats
+    from cdc_backfill.verify import VerifyError
+    from cdc_backfill.verify.compare import RangeStats, compare
+    from cdc_backfill.verify.forms import visible
+
+    table = source.table
+    existing = SparkSession.getActiveSession()  # a caller's session (tests) is used, and left running
+    spark = build_session("cdc_backfill_verify", master=args.master)
+    try:
+        state = spark.read.parquet(str(current))
+        in_state = {f.name for f in state.schema.fields if not f.name.startswith("_cdc_")}
+        in_source = {c.name for c in visible(table.columns)}
+        if in_state != in_source:
+            raise VerifyError(
+                f"the columns differ: only in the source {sorted(in_source - in_state)}, only in the state "
+                f"{sorted(in_state - in_source)}; a re-snapshot cannot change that: rebuild the state"
+            )
+        rows = range_stats(state, table.columns, table.key, source.ranges).collect()
+    finally:
+        if existing is None:
+            spark.stop()
+    stats = {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
+    return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
+
+
+def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> int:
+    """Send the repair signal; record it in the report. Returns 2 when it is refused, else 0."""
+    from cdc_backfill.signals.model import SignalError
+    from cdc_backfill.signals.store import SignalStore
+    from cdc_backfill.verify.repair import repair_signal
+
+    if report.all_equal:
+        report.extra["repair"] = None
+        print("nothing to repair: every range is equal", file=sys.stderr)
+        return 0
+    repair = repair_signal(report.collection, source.table.key, source.ranges, report.differing)
+    store = SignalStore(url, args.signal_table)
+    try:
+        store.send(repair.signal)
+    except SignalError as exc:
+        print(f"repair refused: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.engine.dispose()
+    report.extra["repair"] = repair.to_dict()
+    scope = {
+        "ranges": f"ranges {', '.join(map(str, report.differing))}",
+        "span": f"ranges {report.differing[0]} to {report.differing[-1]} (the exact list did not fit the signal)",
+        "table": "the whole table",
+    }[repair.scope]
+    print(
+        f"repair: execute-snapshot {repair.signal.id} sent to {store.signal_collection} for "
+        f"{report.collection}, {scope}; run the snapshot engine, then reconcile and verify again",
+        file=sys.stderr if args.json else sys.stdout,
+    )
+    return 0
+
+
+def add_verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "verify",
+        help="compare a collection's state with the source per key range; --repair re-snapshots what differs",
+        description="Cut the collection's key space into ranges at keys of the source, count and hash each "
+        "range's rows by SQL in the source and by Spark in the state, and list the ranges that differ.",
+        epilog=VERIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--source", metavar="URL", help="SQLAlchemy URL of the source database")
+    p.add_argument(
+        "--state", required=True, metavar="DIR", help="the state folder that `reconcile --state` wrote"
+    )
+    p.add_argument("--collection", required=True, metavar="SCHEMA.TABLE", help="the table to verify")
+    p.add_argument(
+        "--ranges",
+        type=int,
+        default=DEFAULT_RANGES,
+        metavar="N",
+        help=f"key ranges to compare (default {DEFAULT_RANGES})",
+    )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="send one execute-snapshot signal limited to the differing ranges; print its id",
+    )
+    p.add_argument(
+        "--signal-table", metavar="SCHEMA.TABLE", help="with --repair (default: cdc_signal in public)"
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.set_defaults(func=_cmd_verify)

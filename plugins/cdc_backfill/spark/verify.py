@@ -1,0 +1,146 @@
+"""The state's side of verify as DataFrame -> DataFrame functions: per key range, the row count and the
+sum of the rows' hashes, computed exactly as the source's SQL computes them (``cdc_backfill.verify``).
+
+No session, no I/O: the caller reads the state and collects the (small) result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.spark.reconcile import spark_type
+from cdc_backfill.verify import forms
+from cdc_backfill.verify.ranges import Bound, KeyRange
+
+MICROS_PER_DAY = 86_400_000_000
+HASH_TYPE = T.DecimalType(38, 0)  # a sum of 60-bit hashes stays exact far beyond any table's size
+
+
+def _typed(col: PgColumn) -> Column:
+    name = col.name.replace("`", "``")
+    return F.col(f"`{name}`").cast(spark_type(col))
+
+
+def _ntz_micros(c: Column) -> Column:
+    """Microseconds since the epoch of a wall-clock timestamp, whatever the session's time zone
+    (casting a TIMESTAMP_NTZ to an instant would go through the session's zone and its DST gaps)."""
+    day = F.unix_date(c.cast(T.DateType())).cast(T.LongType()) * F.lit(MICROS_PER_DAY)
+    clock = (F.hour(c) * 3600 + F.minute(c) * 60).cast(T.LongType()) * F.lit(1_000_000)
+    seconds = (F.date_part(F.lit("SECOND"), c) * 1_000_000).cast(T.LongType())  # decimal(8,6): exact
+    return day + clock + seconds
+
+
+def _bits(c: Column, java_class: str, method: str) -> Column:
+    """The IEEE bits as a decimal integer (Spark has no cast for it: the JDK's own method, by reflection);
+    every NaN as ``NaN``, as the source writes it."""
+    bits = F.reflect(F.lit(java_class), F.lit(method), c)
+    return F.when(c.isNull(), F.lit(None)).when(F.isnan(c), F.lit("NaN")).otherwise(bits)
+
+
+def canonical(col: PgColumn) -> Column:
+    """The canonical text of a column's value (``forms``); NULL stays NULL."""
+    form = forms.value_form(col)
+    c = _typed(col)
+    if form == forms.NUMERIC_TEXT:
+        return F.regexp_replace(c, forms.NUMERIC_TRIM, "$1")
+    if form == forms.FLOAT4:
+        return _bits(c, "java.lang.Float", "floatToRawIntBits")
+    if form == forms.FLOAT8:
+        return _bits(c, "java.lang.Double", "doubleToRawLongBits")
+    if form == forms.DATE:
+        return F.unix_date(c).cast(T.StringType())
+    if form == forms.TIMESTAMP:
+        return _ntz_micros(c).cast(T.StringType())
+    if form == forms.TIMESTAMPTZ:
+        return F.unix_micros(c).cast(T.StringType())
+    if form == forms.BYTEA:
+        return F.lower(F.hex(c))
+    if form == forms.BPCHAR:
+        return F.rtrim(c)
+    return c.cast(T.StringType())  # int, decimal (plain, all its decimals), bool (true/false), text
+
+
+def row_hash(columns: Sequence[PgColumn]) -> Column:
+    """The first 60 bits of the md5 of the row's text, as an exact decimal."""
+    parts = []
+    for col in columns:
+        v = canonical(col)
+        parts.append(
+            F.coalesce(
+                F.concat(F.length(v).cast("string"), F.lit(forms.SEPARATOR), v), F.lit(forms.NULL_MARK)
+            )
+        )
+    digest = F.substring(F.md5(F.concat(*parts)), 1, forms.HASH_HEX_DIGITS)
+    return F.conv(digest, 16, 10).cast(HASH_TYPE)
+
+
+def _comparable(col: PgColumn) -> Column:
+    """What a key column is compared by (``forms.key_compare``), in PostgreSQL's order for it."""
+    how = forms.key_compare(col)
+    c = _typed(col)
+    if how == forms.DATE:
+        return F.unix_date(c)
+    if how == forms.TIMESTAMP:
+        return _ntz_micros(c)
+    if how == forms.TIMESTAMPTZ:
+        return F.unix_micros(c)
+    if how == forms.BYTEA:
+        return F.lower(F.hex(c))
+    if how == forms.BPCHAR:
+        return F.rtrim(c)
+    if how == forms.TEXT:
+        return c.cast(T.StringType())
+    return c  # int, decimal, float4, float8, bool: the typed value
+
+
+def _literal(col: PgColumn, text: str) -> Column:
+    value = forms.spark_value(col, text)
+    how = forms.key_compare(col)
+    if how in (forms.INT, forms.FLOAT4, forms.FLOAT8):
+        # the column's own type: a real compared with a double literal would be widened and miss
+        return F.lit(value).cast(spark_type(col))
+    if how == forms.DECIMAL:
+        return F.lit(str(value)).cast(spark_type(col))
+    if how in (forms.TIMESTAMP, forms.TIMESTAMPTZ):
+        return F.lit(value).cast(T.LongType())
+    return F.lit(value)
+
+
+def key_le(key: Sequence[PgColumn], bound: Bound) -> Column:
+    """``key <= bound`` in the source's order: lexicographic over the key columns."""
+    cols = [_comparable(c) for c in key]
+    vals = [_literal(c, t) for c, t in zip(key, bound.spark, strict=True)]
+    result = cols[-1] <= vals[-1]
+    for c, v in zip(reversed(cols[:-1]), reversed(vals[:-1]), strict=True):
+        result = (c < v) | ((c == v) & result)
+    return result
+
+
+def range_index(key: Sequence[PgColumn], ranges: Sequence[KeyRange]) -> Column:
+    """The index of the range a row's key falls in (the same CASE as the source's SQL)."""
+    expr: Column | None = None
+    for r in ranges:
+        if r.hi is None:
+            continue
+        cond = key_le(key, r.hi)
+        expr = F.when(cond, F.lit(r.index)) if expr is None else expr.when(cond, F.lit(r.index))
+    last = F.lit(ranges[-1].index)
+    return last if expr is None else expr.otherwise(last)
+
+
+def range_stats(
+    state: DataFrame, columns: Sequence[PgColumn], key: Sequence[PgColumn], ranges: Sequence[KeyRange]
+) -> DataFrame:
+    """``(_cdc_r, _cdc_rows, _cdc_hash)`` per range that has rows; the hash as exact decimal text.
+
+    ``columns`` are the source's compared columns, in its order (the state's own order does not matter).
+    """
+    hashed = state.select(range_index(key, ranges).alias("_cdc_r"), row_hash(columns).alias("_cdc_h"))
+    return hashed.groupBy("_cdc_r").agg(
+        F.count(F.lit(1)).alias("_cdc_rows"), F.sum("_cdc_h").cast("string").alias("_cdc_hash")
+    )

@@ -1,0 +1,83 @@
+"""The source's side of verify: the table's shape, the range boundaries and the per-range counts and
+hashes, read from PostgreSQL in one REPEATABLE READ transaction. The only module of the package that
+does I/O; the statements come from :mod:`cdc_backfill.verify.sql`."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.snapshot.engine import _COLUMNS_SQL, _PK_SQL, split_collection
+from cdc_backfill.verify import VerifyError
+from cdc_backfill.verify.compare import RangeStats
+from cdc_backfill.verify.forms import visible
+from cdc_backfill.verify.ranges import Bound, KeyRange, boundary_rows, key_ranges
+from cdc_backfill.verify.sql import boundaries_sql, count_sql, settings_statements, stats_sql
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    collection: str
+    schema: str
+    name: str
+    columns: tuple[PgColumn, ...]  # the compared ones, in the table's order
+    key: tuple[PgColumn, ...]  # the primary key, in its order
+
+
+@dataclass(frozen=True)
+class SourceSide:
+    table: SourceTable
+    ranges: list[KeyRange]
+    stats: dict[int, RangeStats]
+
+
+def _run(conn: sa.Connection, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of a statement, through the driver's cursor without parameters: a key written into the SQL
+    may hold ``%``, which the driver would take for a placeholder if any parameters were given."""
+    cur = conn.connection.cursor()
+    try:
+        cur.execute(sql)
+        return [tuple(r) for r in cur.fetchall()] if cur.description else []
+    finally:
+        cur.close()
+
+
+def read_table(conn: sa.Connection, collection: str) -> SourceTable:
+    schema, name = split_collection(collection)
+    params = {"schema": schema, "table": name}
+    columns = [
+        PgColumn(r.name, r.type, int(r.oid), bool(r.nullable)) for r in conn.execute(_COLUMNS_SQL, params)
+    ]
+    if not columns:
+        raise VerifyError(f"{collection}: no such table in the source")
+    pk = [r[0] for r in conn.execute(_PK_SQL, params)]
+    if not pk:
+        raise VerifyError(f"{collection} has no primary key: verify cuts ranges and matches rows by it")
+    by_name = {c.name: c for c in columns}
+    return SourceTable(collection, schema, name, tuple(visible(columns)), tuple(by_name[k] for k in pk))
+
+
+def read_source(engine: sa.Engine, collection: str, ranges: int) -> SourceSide:
+    """Boundaries for ``ranges`` ranges and each range's row count and hash, from one snapshot."""
+    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+        for stmt in settings_statements():
+            _run(conn, stmt)
+        table = read_table(conn, collection)
+        count = int(_run(conn, count_sql(table.schema, table.name))[0][0])
+        rows = boundary_rows(count, ranges)
+        bounds: list[Bound] = []
+        if rows:
+            sql = boundaries_sql(table.schema, table.name, table.key, rows)
+            for r in _run(conn, sql):
+                bounds.append(Bound(tuple(r[0::2]), tuple(r[1::2])))
+        cut = key_ranges(bounds)
+        log.info("%s: %s rows, %s ranges", collection, count, len(cut))
+        sql = stats_sql(table.schema, table.name, table.columns, table.key, cut)
+        stats = {int(r[0]): RangeStats(int(r[1]), int(r[2])) for r in _run(conn, sql)}
+    return SourceSide(table, cut, stats)
