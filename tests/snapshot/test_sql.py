@@ -81,3 +81,12 @@ def test_nullable_chunk_column_reads_nulls_in_a_chunk_of_their_own() -> None:
     )
     assert "public.events.batch IS NULL" in nulls
     assert "LIMIT" not in nulls
+
+
+def test_a_colon_in_a_condition_is_text_not_a_bind_parameter() -> None:
+    stmt = chunk_select(
+        COMPOSITE, "postgresql", after=False, upto=False, limit=10, condition="note = 'a :b' AND qty::int > 1"
+    )
+    sql = compile_sql(stmt, "postgresql")
+    assert "note = 'a :b' AND qty::int > 1" in sql
+    assert "b" not in stmt.compile().params

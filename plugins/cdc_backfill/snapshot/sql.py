@@ -121,7 +121,9 @@ def chunk_select(
         if upto:
             stmt = stmt.where(_compare(key_cols, _key_params(t, "hi", dialect), "<=", rv))
     if condition:
-        stmt = stmt.where(sa.text(f"({condition})"))
+        # text() reads ":name" as a bind parameter, also inside a quoted literal ('a :b'): escape every
+        # colon, so the checked condition reaches the server exactly as written ("::" casts included)
+        stmt = stmt.where(sa.text("(" + condition.replace(":", "\\:") + ")"))
     if not null_keys:
         stmt = stmt.order_by(*key_cols)
     if limit is not None:
