@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv test test-fast demo doctor bench lint format lock clean
+.PHONY: venv test test-fast torture demo doctor bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -34,6 +34,10 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+# The consistency torture test with more seeds (CI runs 5): make torture SEEDS=50
+torture: $(STAMP)
+	TORTURE_SEEDS=$(or $(SEEDS),20) $(BIN)/pytest tests/torture -m torture -q -rf $(PYTEST_ARGS)
 
 # The main job. Until the end-to-end demo lands it checks every part of the stack and says so.
 demo: $(STAMP)

@@ -255,6 +255,9 @@ def every_rule(enc: Encoder) -> Script:
     s.open("c")
     s.read("c", 40)
     s.close("c", by_delete=True)  # insert/delete watermarking: the close is the open row's delete
+    s.open("empty")
+    s.reads["empty"] = []  # a chunk that read no rows still closes its window
+    s.close("empty")
     s.update(1, "last")
     return s
 

@@ -79,11 +79,10 @@ def reconcile_run(
     if parts.kept is not None and parts.dropped is not None:
         parts.kept.cache(), parts.dropped.cache()  # counted, and used again by the state
     closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
-    applied_now = (
-        [r[0] for r in reads.select("_cdc_chunk_id").distinct().join(closed, "_cdc_chunk_id").collect()]
-        if reads is not None
-        else []
-    )
+    # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
+    # closes its window
+    closed_ids = {r[0] for r in closed.collect()}
+    applied_now = [p.stem for p in run.chunks if p.stem in closed_ids]
     own = (F.col("collection") == coll) & F.col("op").isin("c", "u", "d", "r")
     is_new = newer_than(run.meta.position)
     totals = events.agg(
@@ -103,6 +102,9 @@ def reconcile_run(
     dropped = parts.dropped.count() if parts.dropped is not None else 0
     info: dict[str, Any] = {
         "rows": state.count(),
+        # the stream never sent these rows a value for some column (a key change of a row with an
+        # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
+        "rows_with_unknown_columns": state.where(F.size("_cdc_unknown") > 0).count(),
         "position": list(meta.position) if meta.position is not None else None,
         "stream_files_read": len(run.new_files),
         "events_applied": totals["applied"],
