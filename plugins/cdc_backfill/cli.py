@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from cdc_backfill import __version__
 
@@ -74,6 +75,12 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         print(shlex.join(cmd))
         return 0
     return subprocess.run(cmd, check=False).returncode
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from cdc_backfill.demo import run_demo
+
+    return run_demo(Path(args.folder), rows=args.rows, readers=args.readers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,6 +152,19 @@ def build_parser() -> argparse.ArgumentParser:
     from cdc_backfill.cli_verify import add_verify_parser
 
     add_verify_parser(sub)
+
+    demo = sub.add_parser(
+        "demo",
+        help="the whole product on this machine: embedded PostgreSQL, writer, capture, snapshot, "
+        "reconcile, verify",
+        epilog="examples:\n  cdc-backfill demo\n  cdc-backfill demo --rows 50000 --folder /tmp/demo\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument("--folder", default=".cdc/demo", help="where the demo's server, landing zone and "
+                      "state go; emptied first (default .cdc/demo)")  # fmt: skip
+    demo.add_argument("--rows", type=int, default=200_000, help="rows seeded over both tables (200000)")
+    demo.add_argument("--readers", type=int, default=2, help="snapshot readers (2)")
+    demo.set_defaults(func=_cmd_demo)
 
     rec = sub.add_parser(
         "reconcile",

@@ -248,8 +248,20 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
     the last value sent before it; a winning delete removes the key; the latest truncate removes keys
     whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``."""
     names = [c.name for c in columns]
+    # A value never fills across a delete or a truncate: a key deleted and created again (a key change
+    # that carries an unchanged TOAST value) must not take the old row's value. Rows are cut into
+    # segments: deletes of the key before the row, truncates before its position.
+    cuts = truncs.agg(F.collect_list("position").alias("_cdc_cuts"))
+    before = Window.partitionBy(*key).orderBy("_cdc_sort").rowsBetween(Window.unboundedPreceding, -1)
+    rows = (
+        rows.crossJoin(F.broadcast(cuts))
+        .withColumn("_cdc_dseg", F.coalesce(F.sum(F.col("_cdc_deleted").cast("int")).over(before), F.lit(0)))
+        .withColumn(
+            "_cdc_tseg", F.size(F.filter("_cdc_cuts", lambda t: t < F.col("_cdc_sort").getField("position")))
+        )
+    )
     w = (
-        Window.partitionBy(*key)
+        Window.partitionBy(*key, "_cdc_dseg", "_cdc_tseg")
         .orderBy("_cdc_sort")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
