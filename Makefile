@@ -39,9 +39,9 @@ test-fast: $(STAMP)
 torture: $(STAMP)
 	TORTURE_SEEDS=$(or $(SEEDS),20) $(BIN)/pytest tests/torture -m torture -q -rf $(PYTEST_ARGS)
 
-# The main job. Until the end-to-end demo lands it checks every part of the stack and says so.
+# The whole product on this machine (embedded PostgreSQL, writer, capture, snapshot, reconcile, verify).
 demo: $(STAMP)
-	$(BIN)/cdc-backfill doctor --fix
+	$(BIN)/cdc-backfill demo $(DEMO_ARGS)
 
 doctor: $(STAMP)
 	$(BIN)/cdc-backfill doctor
