@@ -246,8 +246,43 @@ def surviving_reads(
 def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
     """Per key: the last row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes
     the last value sent before it; a winning delete removes the key; the latest truncate removes keys
-    whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``."""
+    whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
+
+    The winner of every key comes from one hash aggregation (all the bare floor does). Only keys whose
+    winner left columns out (an unchanged TOAST value) go through the ordered fill, which sorts rows.
+    """
     names = [c.name for c in columns]
+    winner = (
+        rows.where(F.col("_cdc_sort.priority") != FALLBACK_PRIORITY)
+        .groupBy(*key)
+        .agg(
+            F.max_by(F.struct(*names, "_cdc_present", "_cdc_deleted", "_cdc_sort"), F.col("_cdc_sort")).alias(
+                "_cdc_w"
+            )
+        )
+    )
+    sent_all = F.lit(True)
+    for n in names:
+        sent_all = sent_all & F.col("_cdc_w._cdc_present").getField(n)
+    complete = F.col("_cdc_w._cdc_deleted") | sent_all
+    simple = winner.where(complete).select(
+        *[F.col("_cdc_w").getField(n).alias(n) for n in names],
+        F.array().cast("array<string>").alias("_cdc_unknown"),
+        F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
+        F.col("_cdc_w._cdc_sort.position").alias("_cdc_position"),
+    )
+    partial = rows.join(winner.where(~complete).select(*key), list(key), "left_semi")
+    state = simple.unionByName(_filled(partial, truncs, names, key))
+    latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
+    state = state.crossJoin(latest_truncate).where(
+        F.col("_cdc_t").isNull() | (F.col("_cdc_position") > F.col("_cdc_t"))
+    )
+    return state.where(~F.col("_cdc_deleted")).select(*names, "_cdc_position", "_cdc_unknown")
+
+
+def _filled(rows: DataFrame, truncs: DataFrame, names: Sequence[str], key: Sequence[str]) -> DataFrame:
+    """The winners of keys whose winning row left columns out, each such column taken from the last
+    row before it that sent one."""
     # A value never fills across a delete or a truncate: a key deleted and created again (a key change
     # that carries an unchanged TOAST value) must not take the old row's value. Rows are cut into
     # segments: deletes of the key before the row, truncates before its position.
@@ -283,17 +318,12 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
     unknown = F.array_compact(
         F.array(*[F.when(F.col("_cdc_w").getField(n).isNull(), F.lit(n)) for n in names])
     )
-    state = last.select(
+    return last.select(
         *[F.col("_cdc_w").getField(n).getField("v").alias(n) for n in names],
         unknown.alias("_cdc_unknown"),
         F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
         F.col("_cdc_w._cdc_sort.position").alias("_cdc_position"),
     )
-    latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
-    state = state.crossJoin(latest_truncate).where(
-        F.col("_cdc_t").isNull() | (F.col("_cdc_position") > F.col("_cdc_t"))
-    )
-    return state.where(~F.col("_cdc_deleted")).select(*names, "_cdc_position", "_cdc_unknown")
 
 
 def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
