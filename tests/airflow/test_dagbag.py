@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 from pathlib import Path
 
@@ -23,6 +24,64 @@ def test_every_dag_file_imports_cleanly_and_offline(airflow_db: str, monkeypatch
     monkeypatch.setattr(socket.socket, "connect", no_network)
     bag = DagBag(dag_folder=str(DAGS))
     assert bag.import_errors == {}
-    assert "cdc_doctor" in bag.dag_ids
+    assert set(bag.dag_ids) >= {
+        "cdc_doctor",
+        "cdc_incremental_snapshot",
+        "cdc_stop_snapshot",
+        "cdc_capture_postgres",
+        "cdc_scheduled_backfill__orders_daily",  # the example entry of dags/cdc_scheduled_backfills.toml
+    }
     for dag_id in bag.dag_ids:
         assert "cdc_backfill" in bag.dags[dag_id].tags, f"{dag_id} lacks the cdc_backfill tag"
+
+
+def test_the_snapshot_dag_is_wired_and_its_form_is_described(airflow_db: str) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=str(DAGS / "cdc_incremental_snapshot.py")).get_dag("cdc_incremental_snapshot")
+    order = ["validate", "signal", "snapshot", "drain", "wait_for_stream", "reconcile", "verify"]
+    for before, after in itertools.pairwise(order):
+        assert before in dag.get_task(after).upstream_task_ids, (before, after)
+    # after the snapshot only the previous step is upstream: a fully stopped snapshot skips the rest
+    assert dag.get_task("drain").upstream_task_ids == {"snapshot"}
+    assert type(dag.get_task("reconcile")).__name__ == "SparkSubmitOperator"
+    assert dag.get_task("reconcile")._conn_id == "spark_default"
+    assert dag.get_task("wait_for_stream").deferrable
+    for name, param in dag.params.items():
+        assert param.description and param.schema.get("type"), name
+    assert set(dag.params) == {
+        "collections", "condition", "surrogate_key", "chunk_size", "readers", "engine", "capture",
+        "source_conn_id", "landing_dir", "state_dir", "verify",
+    }  # fmt: skip
+
+
+def test_a_broken_schedules_file_is_an_import_error_not_a_silent_gap(
+    airflow_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    broken = tmp_path / "schedules.toml"
+    broken.write_text('[[backfill]]\nname = "x"\ncollections = []\n')
+    monkeypatch.setenv("CDC_BACKFILL_SCHEDULES", str(broken))
+    bag = DagBag(dag_folder=str(DAGS / "cdc_scheduled_backfill.py"))
+    [error] = bag.import_errors.values()
+    assert "collections must be a non-empty list" in error
+
+
+def test_the_plugin_registers_the_progress_page() -> None:
+    import sys
+
+    sys.path.insert(0, str(DAGS.parent / "plugins"))
+    from cdc_backfill_plugin import CdcBackfillPlugin
+
+    [app] = CdcBackfillPlugin.fastapi_apps
+    assert app["url_prefix"] == "/cdc-backfill" and {r.path for r in app["app"].routes} >= {
+        "/",
+        "/api/progress",
+    }
+    [view] = CdcBackfillPlugin.external_views
+    assert (
+        view["href"] == "/cdc-backfill/"
+        and view["destination"] == "nav"
+        and not view["url_route"].startswith("/")
+    )

@@ -1,10 +1,26 @@
-"""Hooks: turn an Airflow connection into what the package needs (a SQLAlchemy URL)."""
+"""Hooks: turn an Airflow connection into what the package needs, and own the I/O against the source.
+
+Operators, the sensor, the trigger and the progress page call these methods; none of them opens a
+connection of its own.
+"""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from airflow.sdk import BaseHook
 
-from cdc_backfill.config import resolve_source
+from cdc_backfill.config import mask_url, resolve_source
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from cdc_backfill.signals.store import SignalStore
+    from cdc_backfill.snapshot.progress import RangeProgress
+
+log = logging.getLogger(__name__)
 
 # Airflow connection URIs name PostgreSQL "postgres://" (conn_type "postgres"); SQLAlchemy wants a
 # dialect+driver. The other sources follow the same rule.
@@ -15,6 +31,10 @@ _SCHEMES = {
     "oracle": "oracle+oracledb",
     "mysql": "mysql+pymysql",
 }
+
+
+class SourceNotConfigured(RuntimeError):
+    """Neither a connection id nor the project's configuration names the source."""
 
 
 def sqlalchemy_url_from_airflow_uri(uri: str) -> str:
@@ -36,9 +56,12 @@ class CdcSourceHook(BaseHook):
     conn_type = "postgres"
     hook_name = "cdc_backfill source"
 
-    def __init__(self, source_conn_id: str = "", **kwargs: object) -> None:
+    def __init__(self, source_conn_id: str = "", signal_table: str | None = None, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.source_conn_id = source_conn_id
+        self.signal_table = signal_table or None
+
+    # ------------------------------------------------------------ where the source is
 
     def get_source_url(self) -> str | None:
         if self.source_conn_id:
@@ -46,3 +69,144 @@ class CdcSourceHook(BaseHook):
             return sqlalchemy_url_from_airflow_uri(conn.get_uri())
         setting = resolve_source()
         return setting.url if setting else None
+
+    def require_source_url(self) -> str:
+        url = self.get_source_url()
+        if url is None:
+            raise SourceNotConfigured(
+                "no source: give the form's source connection id (an Airflow connection), or set "
+                "CDC_BACKFILL_SOURCE_URL or [source] url in the config file"
+            )
+        return url
+
+    def describe(self) -> str:
+        """The source for logs, password masked."""
+        url = self.get_source_url()
+        return mask_url(url) if url else "(not configured)"
+
+    # ------------------------------------------------------------ signals and progress
+
+    def signal_store(self, url: str | None = None) -> SignalStore:
+        from cdc_backfill.signals.store import SignalStore
+
+        return SignalStore(url or self.require_source_url(), self.signal_table)
+
+    def signal_exists(self, signal_id: str) -> bool:
+        import sqlalchemy as sa
+
+        store = self.signal_store()
+        try:
+            with store.engine.connect() as conn:
+                row = conn.execute(sa.select(store.signal.c.id).where(store.signal.c.id == signal_id)).first()
+            return row is not None
+        finally:
+            store.engine.dispose()
+
+    def signal_status(self, signal_id: str) -> tuple[str, str | None] | None:
+        """(status, reason) of a signal, or None when nobody has recorded one yet."""
+        import sqlalchemy as sa
+
+        store = self.signal_store()
+        try:
+            with store.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(store.status.name, schema=store.schema):
+                    return None
+                st = store.status
+                row = conn.execute(
+                    sa.select(st.c.status, st.c.reason).where(st.c.signal_id == signal_id)
+                ).first()
+            return (row.status, row.reason) if row is not None else None
+        finally:
+            store.engine.dispose()
+
+    def progress_ranges(
+        self, signal_id: str | None = None, collection: str | None = None
+    ) -> list[RangeProgress]:
+        """The engine's progress rows (none when the engine never ran against this source)."""
+        from cdc_backfill.snapshot.progress import ProgressStore
+
+        store = self.signal_store()
+        try:
+            return read_progress(
+                store.engine, ProgressStore(store.engine, store.schema), signal_id, collection
+            )
+        finally:
+            store.engine.dispose()
+
+    def window_rows(self) -> list[tuple[str, str, str | None]]:
+        """Every watermark row of the signal table, ``(id, type, data)``."""
+        import sqlalchemy as sa
+
+        from cdc_backfill.signals.model import ENGINE_TYPES
+
+        store = self.signal_store()
+        t = store.signal
+        try:
+            with store.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(t.name, schema=store.schema):
+                    return []
+                rows = conn.execute(sa.select(t.c.id, t.c.type, t.c.data).where(t.c.type.in_(ENGINE_TYPES)))
+                return [(r.id, r.type, r.data) for r in rows]
+        finally:
+            store.engine.dispose()
+
+    # ------------------------------------------------------------ the stream
+
+    def emit_fence(self, label: str) -> int:
+        """Write a fence into the stream: a transactional logical-decoding message, committed now, after
+        everything this process committed before (the close watermarks). Returns the message's LSN."""
+        import sqlalchemy as sa
+
+        from cdc_backfill.airflow.plans import FENCE_PREFIX
+        from cdc_backfill.events.positions import pg_lsn
+
+        engine = sa.create_engine(self.require_source_url())
+        try:
+            with engine.begin() as conn:
+                lsn = conn.execute(
+                    sa.text("SELECT pg_logical_emit_message(true, :p, :m)::text"),
+                    {"p": FENCE_PREFIX, "m": label},
+                ).scalar_one()
+        finally:
+            engine.dispose()
+        return pg_lsn(lsn)
+
+    def ensure_capture(
+        self,
+        landing: Path,
+        slot: str | None = None,
+        publication: str | None = None,
+        tables: list[str] | None = None,
+    ) -> list[str]:
+        """Create the capture's publication and slot when missing, so that the stream holds every change
+        and watermark from now on (a snapshot must not start before its windows can be captured)."""
+        return self.capture(landing, slot, publication, tables).setup()
+
+    def capture(
+        self,
+        landing: Path,
+        slot: str | None = None,
+        publication: str | None = None,
+        tables: list[str] | None = None,
+    ) -> Any:
+        from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT, PostgresCapture
+
+        return PostgresCapture(
+            self.require_source_url(),
+            Path(landing),
+            slot=slot or DEFAULT_SLOT,
+            publication=publication or DEFAULT_PUBLICATION,
+            tables=tables or None,
+            signal_table=self.signal_table,
+        )
+
+
+def read_progress(
+    engine: sa.Engine, progress: Any, signal_id: str | None = None, collection: str | None = None
+) -> list[RangeProgress]:
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(progress.table.name, schema=progress.table.schema):
+            return []
+    return list(progress.ranges(signal_id, collection))

@@ -1,0 +1,34 @@
+"""The snapshot engine scoped to one collection of one signal, so that each mapped Airflow task runs only
+its own share and several tasks (collections) run side by side without stepping on each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cdc_backfill.snapshot.engine import SNAPSHOT_DIR, SnapshotEngine
+
+
+class ScopedSnapshotEngine(SnapshotEngine):
+    def __init__(self, url: str, landing: Path, *, signal_id: str, collection: str, **kwargs: Any) -> None:
+        super().__init__(url, landing, **kwargs)
+        self.signal_id = signal_id
+        self.collection = collection
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def init(self) -> None:
+        self.signals.init()
+        self.progress.init()
+        # Only this collection's stale chunk files: another task may be writing its own right now.
+        for stale in (self.landing / SNAPSHOT_DIR / self.collection).glob(".*.parquet.part"):
+            stale.unlink(missing_ok=True)
+
+    def pending_work(self) -> list[Any]:
+        return [
+            (sig, plan)
+            for sig, plan in super().pending_work()
+            if sig.id == self.signal_id and plan.collection == self.collection
+        ]

@@ -1,0 +1,135 @@
+"""The snapshot pipeline's tasks, wired inside the DAG being defined: validate -> signal -> snapshot
+(one task per collection) -> drain -> wait for the stream -> reconcile (spark-submit) -> verify.
+
+Shared by ``cdc_incremental_snapshot`` (values from the trigger form) and each
+``cdc_scheduled_backfill__*`` DAG (values from its config entry, the condition templated with the data
+interval). Arguments are templates or literals; nothing here touches a database.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import TriggerRule
+
+from cdc_backfill.airflow.operators import (
+    CdcCaptureDrainOperator,
+    CdcExecuteSnapshotOperator,
+    CdcSnapshotOperator,
+    CdcValidateSnapshotOperator,
+    CdcVerifyOperator,
+    prepare_runtime,
+)
+from cdc_backfill.airflow.sensors import CdcWindowsClosedSensor
+
+# Downstream of the snapshot a skipped task means "stopped": go on with the collections that finished,
+# stop the run when none did.
+AFTER_SNAPSHOT = TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS
+
+
+def pulled(task_id: str, key: str) -> str:
+    """A value of an earlier task as a template, not an XComArg: an XComArg would make that task a direct
+    upstream, and its success would let the tasks after a fully stopped snapshot run anyway."""
+    return f"{{{{ ti.xcom_pull(task_ids='{task_id}', key='{key}') }}}}"
+
+
+def snapshot_pipeline(
+    *,
+    collections: Any,
+    condition: Any,
+    surrogate_key: Any,
+    chunk_size: Any,
+    readers: Any,
+    engine: Any,
+    capture: Any,
+    source_conn_id: Any,
+    landing_dir: Any,
+    state_dir: Any,
+    verify: Any,
+    reconcile: bool = True,
+    spark_conn_id: str = "spark_default",
+    quiet_seconds: float = 60.0,
+) -> dict[str, Any]:
+    """Create the tasks in the current DAG; returns them by name (tests and DAG docs use it)."""
+    validate = CdcValidateSnapshotOperator(
+        task_id="validate",
+        collections=collections,
+        condition=condition,
+        surrogate_key=surrogate_key,
+        chunk_size=chunk_size,
+        readers=readers,
+        engine=engine,
+        capture=capture,
+        landing_dir=landing_dir,
+        state_dir=state_dir,
+        verify=verify,
+        source_conn_id=source_conn_id,
+    )
+    plan = validate.output
+    signal = CdcExecuteSnapshotOperator(
+        task_id="signal",
+        signal_id=plan["signal_id"],
+        collections=collections,
+        condition=condition,
+        surrogate_key=surrogate_key,
+        chunk_size=chunk_size,
+        capture=plan["capture"],
+        landing_dir=plan["landing_dir"],
+        source_conn_id=source_conn_id,
+    )
+    snapshot = CdcSnapshotOperator.partial(
+        task_id="snapshot",
+        signal_id=plan["signal_id"],
+        landing_dir=plan["landing_dir"],
+        readers=plan["readers"],
+        engine=plan["engine"],
+        source_conn_id=source_conn_id,
+        retries=2,
+        retry_delay=timedelta(seconds=10),
+    ).expand(collection=signal.output)
+    drain = CdcCaptureDrainOperator(
+        task_id="drain",
+        landing_dir=pulled("validate", "landing_dir"),
+        capture=pulled("validate", "capture"),
+        source_conn_id=source_conn_id,
+        trigger_rule=AFTER_SNAPSHOT,
+    )
+    wait = CdcWindowsClosedSensor(
+        task_id="wait_for_stream",
+        landing_dir=pulled("validate", "landing_dir"),
+        snapshots=snapshot.output,
+        engine=pulled("validate", "engine"),
+        baseline_windows=pulled("signal", "debezium_windows"),
+        source_conn_id=source_conn_id,
+        quiet_seconds=quiet_seconds,
+        trigger_rule=AFTER_SNAPSHOT,
+    )
+    signal >> snapshot >> drain >> wait
+    tasks: dict[str, Any] = {
+        "validate": validate, "signal": signal, "snapshot": snapshot, "drain": drain, "wait": wait,
+    }  # fmt: skip
+    if not reconcile:
+        return tasks
+    reconcile_task = SparkSubmitOperator(
+        task_id="reconcile",
+        conn_id=spark_conn_id,
+        application=pulled("validate", "reconcile_application"),
+        application_args=pulled("validate", "reconcile_args"),
+        name="cdc_backfill_reconcile",
+        pre_execute=prepare_runtime,
+        trigger_rule=AFTER_SNAPSHOT,
+    )
+    verify_task = CdcVerifyOperator(
+        task_id="verify",
+        collections=pulled("validate", "collections"),
+        state_dir=pulled("validate", "state_dir"),
+        enabled=pulled("validate", "verify"),
+        signal_id=pulled("validate", "signal_id"),
+        source_conn_id=source_conn_id,
+        trigger_rule=AFTER_SNAPSHOT,
+    )
+    wait >> reconcile_task >> verify_task
+    tasks.update(reconcile=reconcile_task, verify=verify_task)
+    return tasks

@@ -1,0 +1,228 @@
+"""Pure decisions behind the operators, sensor and trigger: signals from form values, the spark-submit
+application and arguments, whether the stream has passed a fence, whether Debezium's windows are done,
+and what a collection's progress rows say. No Airflow, no I/O: tested on what they return.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
+from cdc_backfill.snapshot.progress import RangeProgress
+from cdc_backfill.spark.submit import reconcile_command
+
+ENGINES = ("native", "debezium")
+CAPTURES = ("drain", "external")
+FENCE_PREFIX = "cdc_backfill.fence"  # logical-decoding message prefix of a fence
+FINISHED = ("done", "stopped", "failed")
+
+
+def as_list(value: Any) -> list[str]:
+    """Collections from a form or a template: a list, a JSON / Python list literal, or comma-separated text.
+
+    Templates render to text unless the DAG renders native objects, so both shapes must be read.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return []
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = ast.literal_eval(text)  # "['a', 'b']" as Jinja writes a list
+            return [str(v) for v in parsed if str(v).strip()]
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return [str(v) for v in value if str(v).strip()]
+
+
+def optional_text(value: Any) -> str | None:
+    """A form's empty text (or None, or a rendered ``None``) means "not given"."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return None if text in ("", "None") else text
+
+
+def as_int(value: Any, name: str, lo: int, hi: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
+    if not lo <= number <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi:,}, not {number}")
+    return number
+
+
+def as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    return bool(value)
+
+
+def one_of(value: Any, name: str, allowed: Sequence[str]) -> str:
+    text = str(value).strip().lower()
+    if text not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    return text
+
+
+def execute_signal(
+    signal_id: str,
+    collections: Sequence[str],
+    condition: str | None = None,
+    surrogate_key: str | None = None,
+    chunk_size: int | None = None,
+) -> Signal:
+    """The execute-snapshot signal a form asks for (Debezium's JSON; chunk size as a project extension)."""
+    return Signal(
+        signal_id,
+        EXECUTE,
+        tuple(collections),
+        "incremental",
+        condition=condition,
+        surrogate_key=surrogate_key,
+        chunk_size=chunk_size,
+    )
+
+
+def stop_signal(signal_id: str, collections: Sequence[str] = ()) -> Signal:
+    """A stop-snapshot; no collections stops every running snapshot."""
+    return Signal(signal_id, STOP, tuple(collections), "incremental")
+
+
+def reconcile_submit(
+    landing: str, state: str, collections: Sequence[str], signal_collection: str
+) -> tuple[str, list[str]]:
+    """(application, application arguments) for SparkSubmitOperator, cut from the project's one
+    spark-submit command line (``cdc_backfill.spark.submit.reconcile_command``) so that both stay equal."""
+    cmd = reconcile_command(landing, state, list(collections))
+    at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))
+    return cmd[at], [*cmd[at + 1 :], "--signal-collection", signal_collection]
+
+
+# ---------------------------------------------------------------- the stream and its fences
+
+
+def stream_passed(landed: tuple[int, int], fence_lsn: int) -> bool:
+    """Has the landed stream passed a fence?
+
+    A fence is a transactional logical-decoding message written in a transaction of its own after a
+    collection's last close watermark committed. ``fence_lsn`` is what ``pg_logical_emit_message``
+    returned: the end of the message record, which is where the fence's commit record starts (the commit
+    LSN the capture records, and names its files by). A landed commit at or beyond it is the fence's or a
+    later one, and the capture lands transactions in commit order: every watermark committed before the
+    fence has landed.
+    """
+    return landed[0] >= fence_lsn
+
+
+def fence_target(snapshots: Iterable[Any]) -> int | None:
+    """The greatest fence among the snapshot tasks' results (stopped or Debezium-run ones have none)."""
+    fences = [s.get("fence_lsn") for s in snapshots if isinstance(s, dict)]
+    known = [int(f) for f in fences if f is not None]
+    return max(known) if known else None
+
+
+# ---------------------------------------------------------------- Debezium's windows
+
+
+@dataclass(frozen=True)
+class WindowScan:
+    """Debezium's watermark rows in the signal table at one moment."""
+
+    windows: int  # windows opened so far
+    open_ids: tuple[str, ...]  # opened and not closed yet
+
+
+def scan_windows(rows: Iterable[tuple[str, str, str | None]]) -> WindowScan:
+    """Debezium's windows among signal-table rows ``(id, type, data)``.
+
+    The native engine's windows carry ``{"signal": ...}`` in their data and are left out: they are not
+    Debezium's. Ids are ``<chunk>-open`` / ``<chunk>-close`` for both.
+    """
+    opened: set[str] = set()
+    closed: set[str] = set()
+    for id_, type_, data in rows:
+        if type_ not in (WINDOW_OPEN, WINDOW_CLOSE) or _native_window(data):
+            continue
+        chunk = id_.rsplit("-", 1)[0]
+        (opened if type_ == WINDOW_OPEN else closed).add(chunk)
+    return WindowScan(len(opened), tuple(sorted(opened - closed)))
+
+
+def _native_window(data: str | None) -> bool:
+    if not data:
+        return False
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and "signal" in parsed
+
+
+@dataclass
+class WindowWatch:
+    """Decides when Debezium's incremental snapshot is done, from successive scans of the signal table.
+
+    Debezium records no "done" in the signal table; what it leaves there (watermark strategy
+    ``insert_insert``, its default) is one open and one close row per chunk. The snapshot is taken to be
+    done when windows were opened since ``baseline`` (the count when the signal was sent; else the first
+    scan), every window is closed, and no new one has opened for ``quiet_seconds``: Debezium opens the
+    next window right after closing one while a snapshot runs.
+    """
+
+    quiet_seconds: float
+    baseline: int | None = None
+    first: WindowScan | None = None
+    last: WindowScan | None = None
+    changed_at: float = 0.0
+
+    def observe(self, scan: WindowScan, now: float) -> bool:
+        if self.first is None:
+            self.first = scan
+            self.last = scan
+            self.changed_at = now
+            if self.baseline is None:
+                self.baseline = scan.windows
+            return False
+        if scan != self.last:
+            self.last = scan
+            self.changed_at = now
+        started = scan.windows > (self.baseline or 0)
+        return started and not scan.open_ids and now - self.changed_at >= self.quiet_seconds
+
+
+# ---------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # not-started, pending, running, done, stopped, failed
+    chunks: int
+    rows: int
+    reason: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+def collection_outcome(ranges: Sequence[RangeProgress]) -> Outcome:
+    """What a collection's progress rows say: failed beats stopped beats done once every range finished."""
+    if not ranges:
+        return Outcome("not-started", 0, 0, None)
+    statuses = {r.status for r in ranges}
+    chunks = sum(r.chunks_done for r in ranges)
+    rows = sum(r.rows_read for r in ranges)
+    reason = "; ".join(sorted({r.reason for r in ranges if r.reason})) or None
+    if statuses & {"pending", "running"}:
+        return Outcome("running" if chunks or "running" in statuses else "pending", chunks, rows, reason)
+    status = next(s for s in ("failed", "stopped", "done") if s in statuses)
+    return Outcome(status, chunks, rows, reason)

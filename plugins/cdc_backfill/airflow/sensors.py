@@ -1,0 +1,118 @@
+"""The sensor between the snapshot and the reconcile: waits until every window of the snapshot is in the
+landed stream, so that no READ chunk is left waiting for its window (DESIGN.md §6 rule 1)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from cdc_backfill.airflow import plans
+from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger, debezium_scan, landed
+
+
+class CdcWindowsClosedSensor(BaseSensorOperator):
+    """Wait until the landed stream has passed the snapshot's last close watermark.
+
+    ``engine="native"``: each snapshot task wrote a fence into the stream after its last close watermark
+    (``snapshots``: their results); done when the capture's landing zone holds a commit past the greatest
+    fence (file names say how far it landed). ``engine="debezium"``: done when Debezium's windows in the
+    signal table are all closed and no new one opened for ``quiet_seconds``
+    (:class:`cdc_backfill.airflow.plans.WindowWatch`).
+
+    Pokes once in the worker (after a drain the answer is yes at once); else, with ``deferrable=True``,
+    hands the wait to the triggerer.
+    """
+
+    template_fields: Sequence[str] = (
+        "engine", "landing_dir", "snapshots", "baseline_windows", "source_conn_id", "signal_table",
+    )  # fmt: skip
+    valid_modes = ("poke",)  # Debezium's quiet period is measured across pokes of one process
+
+    def __init__(
+        self,
+        *,
+        landing_dir: Any,
+        snapshots: Any = None,
+        engine: Any = "native",
+        source_conn_id: str = "",
+        signal_table: str | None = None,
+        baseline_windows: Any = None,
+        quiet_seconds: float = 60.0,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("poke_interval", 5.0)
+        kwargs.setdefault("timeout", 6 * 3600.0)
+        super().__init__(**kwargs)
+        self.landing_dir = landing_dir
+        self.snapshots = snapshots
+        self.engine = engine
+        self.source_conn_id = source_conn_id
+        self.signal_table = signal_table
+        self.baseline_windows = baseline_windows
+        self.quiet_seconds = quiet_seconds
+        self.deferrable = deferrable
+        self._watch: plans.WindowWatch | None = None
+
+    def _mode(self) -> str:
+        return plans.one_of(self.engine, "engine", plans.ENGINES)
+
+    def _fence(self) -> int | None:
+        snapshots = self.snapshots
+        if snapshots is None:
+            return None
+        if isinstance(snapshots, dict):
+            snapshots = [snapshots]
+        return plans.fence_target(list(snapshots))
+
+    def _baseline(self) -> int | None:
+        text = plans.optional_text(self.baseline_windows)
+        return int(text) if text else None
+
+    def poke(self, context: Context) -> bool:
+        if self._mode() == "debezium":
+            if self._watch is None:
+                self._watch = plans.WindowWatch(self.quiet_seconds, self._baseline())
+            scan = debezium_scan(
+                plans.optional_text(self.source_conn_id) or "", plans.optional_text(self.signal_table)
+            )
+            self.log.info("Debezium windows: %s opened, %s open", scan.windows, len(scan.open_ids))
+            return self._watch.observe(scan, time.monotonic())
+        fence = self._fence()
+        if fence is None:
+            self.log.info("no fence: no snapshot task finished a collection; nothing to wait for")
+            return True
+        position = landed(str(self.landing_dir))
+        self.log.info("landed up to commit %s; fence at %s", position[0], fence)
+        return plans.stream_passed(position, fence)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        if self._mode() == "native" and self.poke(context):
+            return None
+        self.defer(
+            trigger=CdcWindowsClosedTrigger(
+                engine=self._mode(),
+                landing_dir=str(self.landing_dir),
+                fence_lsn=self._fence(),
+                source_conn_id=plans.optional_text(self.source_conn_id) or "",
+                signal_table=plans.optional_text(self.signal_table),
+                baseline_windows=self._baseline(),
+                quiet_seconds=self.quiet_seconds,
+                poll_seconds=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if not event or event.get("status") != "passed":
+            raise AirflowFailException(f"the wait ended without passing: {event}")
+        self.log.info("the stream has passed the snapshot's windows: %s", event)
+        return event

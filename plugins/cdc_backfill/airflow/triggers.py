@@ -1,0 +1,90 @@
+"""The trigger behind the deferrable sensor: polls from the triggerer until the stream has passed the
+fences (native engine) or Debezium's windows are done, without holding a worker slot."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from cdc_backfill.airflow import plans
+
+
+def landed(landing: str) -> tuple[int, int]:
+    """The greatest (commit LSN, LSN) the capture has landed in ``landing`` (file names only)."""
+    from cdc_backfill.capture.landing import landed_position
+
+    return landed_position(Path(landing))
+
+
+def debezium_scan(source_conn_id: str, signal_table: str | None) -> plans.WindowScan:
+    from cdc_backfill.airflow.hooks import CdcSourceHook
+
+    return plans.scan_windows(CdcSourceHook(source_conn_id, signal_table).window_rows())
+
+
+class CdcWindowsClosedTrigger(BaseTrigger):
+    """Fires ``{"status": "passed", ...}`` when the wait is over (see :class:`CdcWindowsClosedSensor`).
+
+    Serialised with ids and paths only: the connection is resolved in the triggerer, so no password is
+    written into the trigger table.
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: str,
+        landing_dir: str,
+        fence_lsn: int | None = None,
+        source_conn_id: str = "",
+        signal_table: str | None = None,
+        baseline_windows: int | None = None,
+        quiet_seconds: float = 60.0,
+        poll_seconds: float = 5.0,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.landing_dir = landing_dir
+        self.fence_lsn = fence_lsn
+        self.source_conn_id = source_conn_id
+        self.signal_table = signal_table
+        self.baseline_windows = baseline_windows
+        self.quiet_seconds = quiet_seconds
+        self.poll_seconds = poll_seconds
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "engine": self.engine,
+                "landing_dir": self.landing_dir,
+                "fence_lsn": self.fence_lsn,
+                "source_conn_id": self.source_conn_id,
+                "signal_table": self.signal_table,
+                "baseline_windows": self.baseline_windows,
+                "quiet_seconds": self.quiet_seconds,
+                "poll_seconds": self.poll_seconds,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        watch = plans.WindowWatch(self.quiet_seconds, self.baseline_windows)
+        while True:
+            # file and database reads block: off the triggerer's event loop
+            if self.engine == "debezium":
+                scan = await asyncio.to_thread(debezium_scan, self.source_conn_id, self.signal_table)
+                if watch.observe(scan, time.monotonic()):
+                    yield TriggerEvent({"status": "passed", "windows": scan.windows})
+                    return
+                self.log.info("Debezium windows: %s opened, %s open", scan.windows, len(scan.open_ids))
+            else:
+                position = await asyncio.to_thread(landed, self.landing_dir)
+                if self.fence_lsn is None or plans.stream_passed(position, self.fence_lsn):
+                    yield TriggerEvent({"status": "passed", "landed": list(position)})
+                    return
+                self.log.info("landed up to commit %s; waiting for one past %s", position[0], self.fence_lsn)
+            await asyncio.sleep(self.poll_seconds)

@@ -1,0 +1,157 @@
+"""The pure decisions behind the Airflow operators, sensor, trigger and progress page."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from cdc_backfill.airflow import plans
+from cdc_backfill.airflow.schedules import ScheduleError, parse_schedules
+from cdc_backfill.signals.model import Signal
+from cdc_backfill.snapshot.progress import RangeProgress
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (["public\\.orders", " "], ["public\\.orders"]),
+        ('["a\\\\.b", "c"]', ["a\\.b", "c"]),  # JSON text
+        ("['a', 'b']", ["a", "b"]),  # a list as Jinja renders it
+        ("a, b", ["a", "b"]),
+        ("", []),
+        (None, []),
+    ],
+)
+def test_collections_are_read_from_every_shape_a_form_or_template_gives(value: object, want: list) -> None:
+    assert plans.as_list(value) == want
+
+
+def test_form_values_are_checked() -> None:
+    assert plans.optional_text("  ") is None and plans.optional_text("None") is None
+    assert plans.as_int("12", "chunk_size", 1, 100) == 12
+    with pytest.raises(ValueError, match="between 1 and 100"):
+        plans.as_int(0, "chunk_size", 1, 100)
+    assert plans.one_of("Native", "engine", plans.ENGINES) == "native"
+    with pytest.raises(ValueError, match="one of native, debezium"):
+        plans.one_of("flink", "engine", plans.ENGINES)
+    assert plans.as_bool("false") is False and plans.as_bool(True) is True
+
+
+def test_signals_from_the_form_are_debeziums_json() -> None:
+    sig = plans.execute_signal("sig-1", ["public\\.orders"], "status = 'open'", "code", 100)
+    assert sig.row() == {
+        "id": "sig-1",
+        "type": "execute-snapshot",
+        "data": '{"data-collections": ["public\\\\.orders"], "type": "incremental", '
+        '"additional-condition": "status = \'open\'", "surrogate-key": "code", "chunk-size": 100}',
+    }
+    assert Signal.from_row(*sig.row().values()) == sig
+    assert plans.stop_signal("sig-2").row() == {
+        "id": "sig-2",
+        "type": "stop-snapshot",
+        "data": '{"type": "incremental"}',
+    }
+
+
+def test_reconcile_submit_is_the_cli_command_cut_for_spark_submit_operator() -> None:
+    application, args = plans.reconcile_submit(
+        "lake", "state", ["public.orders", "public.lines"], "public.cdc_signal"
+    )
+    assert application.endswith("spark_jobs/reconcile.py")
+    assert args == [
+        "--landing", "lake", "--state", "state", "--collections", "public.orders", "public.lines",
+        "--signal-collection", "public.cdc_signal",
+    ]  # fmt: skip
+
+
+def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:
+    assert not plans.stream_passed((0, 0), 100)
+    assert not plans.stream_passed((99, 120), 100)  # a commit before the fence (its changes may be later)
+    assert plans.stream_passed((100, 90), 100)  # the fence's own commit
+    assert plans.stream_passed((101, 90), 100)
+    assert (
+        plans.fence_target(
+            [{"fence_lsn": 5}, {"fence_lsn": 9}, None, {"status": "debezium", "fence_lsn": None}]
+        )
+        == 9
+    )
+    assert plans.fence_target([]) is None
+
+
+def test_debezium_windows_are_done_when_all_closed_and_quiet() -> None:
+    rows = [
+        ("a-open", "snapshot-window-open", '{"openWindowTimestamp": "x"}'),
+        ("a-close", "snapshot-window-close", None),
+        ("n-open", "snapshot-window-open", '{"data-collection": "public.t", "signal": "sig-1"}'),  # native
+        ("sig-1", "execute-snapshot", "{}"),
+    ]
+    scan = plans.scan_windows(rows)
+    assert scan == plans.WindowScan(1, ())
+    opened = plans.scan_windows([*rows, ("b-open", "snapshot-window-open", None)])
+    assert opened.open_ids == ("b",)
+
+    watch = plans.WindowWatch(quiet_seconds=10, baseline=0)
+    assert not watch.observe(plans.WindowScan(0, ()), 0)  # first look
+    assert not watch.observe(plans.WindowScan(1, ("a",)), 1)  # a window is open
+    assert not watch.observe(plans.WindowScan(1, ()), 2)  # closed, not quiet yet
+    assert not watch.observe(plans.WindowScan(1, ()), 11)
+    assert watch.observe(plans.WindowScan(1, ()), 12.5)
+    never_started = plans.WindowWatch(quiet_seconds=0)
+    assert not never_started.observe(plans.WindowScan(3, ()), 0)
+    assert not never_started.observe(plans.WindowScan(3, ()), 100)  # no window since the watch began
+
+
+def _range(status: str, chunks: int = 0, rows: int = 0, reason: str | None = None) -> RangeProgress:
+    now = dt.datetime(2026, 1, 1)
+    return RangeProgress("s", "public.t", 0, status, None, None, None, chunks, rows, 10, now, now, reason)
+
+
+def test_a_collections_outcome_comes_from_its_ranges() -> None:
+    assert plans.collection_outcome([]).status == "not-started"
+    assert plans.collection_outcome([_range("done", 2, 20), _range("running", 1, 5)]).status == "running"
+    assert plans.collection_outcome([_range("done", 2, 20), _range("stopped", 1, 5, "stopped by x")]) == (
+        plans.Outcome("stopped", 3, 25, "stopped by x")
+    )
+    assert plans.collection_outcome([_range("failed", reason="boom"), _range("stopped")]).status == "failed"
+    assert plans.collection_outcome([_range("done", 1, 3)]).finished
+
+
+def test_schedules_file_entries_become_dags_or_say_what_is_wrong() -> None:
+    [entry] = parse_schedules(
+        """
+        [[backfill]]
+        name = "orders_daily"
+        start_date = 2026-01-01
+        collections = ['public\\.orders']
+        condition = "updated_at >= '{{ data_interval_start }}'"
+        """
+    )
+    assert entry.dag_id == "cdc_scheduled_backfill__orders_daily"
+    assert entry.schedule == "@daily" and entry.catchup is False and entry.reconcile is True
+    assert entry.start_date == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for bad, why in (
+        ('[[backfill]]\nname = "x"\ncollections = []', "collections"),
+        ('[[backfill]]\nname = "x y"\ncollections = ["a"]', "name"),
+        ('[[backfill]]\nname = "x"\ncollections = ["a"]\nchunk_size = 0', "chunk_size"),
+        ('[[backfill]]\nname = "x"\ncollections = ["a"]\nengine = "flink"', "engine"),
+        ('[[backfill]]\nname = "x"\ncollections = ["a"]\ncolections = ["a"]', "unknown keys colections"),
+        (
+            '[[backfill]]\nname = "x"\ncollections = ["a"]\n[[backfill]]\nname = "x"\ncollections = ["b"]',
+            "unique",
+        ),
+        ("[[backfill]\n", "not valid TOML"),
+    ):
+        with pytest.raises(ScheduleError, match=why):
+            parse_schedules(bad)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["cdc_backfill.airflow.plans", "cdc_backfill.airflow.schedules", "cdc_backfill.airflow.defaults"],
+)
+def test_the_decisions_import_neither_airflow_nor_spark(module: str) -> None:
+    from tests.test_layout import _imported_after
+
+    loaded = _imported_after(f"import {module}")
+    assert "airflow" not in loaded and "pyspark" not in loaded

@@ -1,0 +1,76 @@
+"""The deferrable sensor's trigger, run on an event loop as the triggerer runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger
+from cdc_backfill.capture.landing import file_name
+
+pytestmark = pytest.mark.airflow
+
+
+async def _first_event(trigger: CdcWindowsClosedTrigger, seconds: float = 30) -> object:
+    async def first() -> object:
+        async for event in trigger.run():
+            return event.payload
+        return None
+
+    return await asyncio.wait_for(first(), seconds)
+
+
+def test_native_fires_once_a_commit_at_or_past_the_fence_has_landed(tmp_path: Path) -> None:
+    stream = tmp_path / "stream"
+    stream.mkdir()
+    (stream / file_name(10, 90, 95)).write_text("")
+    trigger = CdcWindowsClosedTrigger(
+        engine="native", landing_dir=str(tmp_path), fence_lsn=100, poll_seconds=0.05
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "cdc_backfill.airflow.triggers.CdcWindowsClosedTrigger"
+    assert "url" not in kwargs and kwargs["fence_lsn"] == 100  # ids and paths only: no password stored
+
+    timer = threading.Timer(0.3, lambda: (stream / file_name(96, 100, 100)).write_text(""))
+    timer.start()
+    payload = asyncio.run(_first_event(CdcWindowsClosedTrigger(**kwargs)))
+    timer.join()
+    assert payload == {"status": "passed", "landed": [100, 100]}
+
+
+@pytest.mark.pg
+def test_debezium_fires_when_its_windows_are_closed_and_quiet(
+    fresh_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_backfill.signals.store import SignalStore
+
+    monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", fresh_db)
+    SignalStore(fresh_db).init()
+    engine = sa.create_engine(fresh_db)
+
+    def debezium() -> None:  # what a Debezium connector writes while it snapshots: window after window
+        for i in range(3):
+            with engine.begin() as conn:
+                for kind in ("open", "close"):
+                    conn.execute(
+                        sa.text("INSERT INTO cdc_signal VALUES (:id, :t, :d)"),
+                        {
+                            "id": f"w{i}-{kind}",
+                            "t": f"snapshot-window-{kind}",
+                            "d": '{"openWindowTimestamp": "x"}',
+                        },
+                    )
+
+    timer = threading.Timer(0.3, debezium)
+    timer.start()
+    trigger = CdcWindowsClosedTrigger(
+        engine="debezium", landing_dir=str(tmp_path), baseline_windows=0, quiet_seconds=0.5, poll_seconds=0.1
+    )
+    payload = asyncio.run(_first_event(trigger))
+    timer.join()
+    engine.dispose()
+    assert payload == {"status": "passed", "windows": 3}
