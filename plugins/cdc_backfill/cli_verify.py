@@ -74,7 +74,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     try:
-        report = _compare_with_state(args, current, source)
+        report = compare_with_state(args, current, source)
     except VerifyError as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
         return 2
@@ -91,7 +91,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.all_equal else 1
 
 
-def _compare_with_state(args: argparse.Namespace, current: Path, source: SourceSide) -> Report:
+def compare_with_state(args: argparse.Namespace, current: Path, source: SourceSide) -> Report:
     from pyspark.sql import SparkSession
 
     from cdc_backfill.spark.session import build_session

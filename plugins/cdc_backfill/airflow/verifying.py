@@ -22,7 +22,7 @@ def verify_collections(
     import sqlalchemy as sa
     from pyspark.sql import SparkSession
 
-    from cdc_backfill.cli_verify import _compare_with_state
+    from cdc_backfill.cli_verify import compare_with_state
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.verify import VerifyError
     from cdc_backfill.verify.compare import render
@@ -38,7 +38,7 @@ def verify_collections(
             if not current.exists():
                 raise VerifyError(f"no state at {current}: the reconcile has not written {collection}")
             source = read_source(engine, collection, ranges)
-            report = _compare_with_state(argparse.Namespace(master=master), current, source)
+            report = compare_with_state(argparse.Namespace(master=master), current, source)
             log.info("%s", render(report))
             reports.append(
                 {

@@ -26,14 +26,14 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_backfill.events.model import Quarantined, dumps
+from cdc_backfill.events.model import ChangeEvent, Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
 
 POSITION_TYPE = ArrayType(DecimalType(38, 0), containsNull=False)
 
 # What the Python workers return: positions as digit strings (cast to decimals in the JVM, which is
 # much faster than building Python Decimals), quarantined records in the same rows with a reason.
-_PARSED_SCHEMA = StructType(
+PARSED_SCHEMA = StructType(
     [
         StructField("collection", StringType()),
         StructField("op", StringType()),
@@ -67,7 +67,7 @@ EVENT_COLUMNS = [
     "line",
 ]
 QUARANTINE_COLUMNS = ["file", "line", "quarantine_reason", "record"]
-_ARROW_SCHEMA = pa.schema(
+ARROW_SCHEMA = pa.schema(
     [
         ("collection", pa.string()),
         ("op", pa.string()),
@@ -95,7 +95,7 @@ def _json(value: Any) -> bytes | None:
 def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
     # Column lists appended to directly: this loop runs once per event, and every call or dict
     # built here is paid a million times per million events.
-    names = _ARROW_SCHEMA.names
+    names = ARROW_SCHEMA.names
     cols: list[list[Any]] = [[] for _ in names]
     (
         collection,
@@ -116,8 +116,8 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
 
     def flush() -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(c, type=t) for c, t in zip(cols, _ARROW_SCHEMA.types, strict=True)],
-            schema=_ARROW_SCHEMA,
+            [pa.array(c, type=t) for c, t in zip(cols, ARROW_SCHEMA.types, strict=True)],
+            schema=ARROW_SCHEMA,
         )
         for c in cols:
             c.clear()
@@ -158,19 +158,45 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
         yield flush()
 
 
+def line_rows(item: list[ChangeEvent] | Quarantined) -> list[tuple[Any, ...]]:
+    """One parsed line as rows of ``PARSED_SCHEMA`` without ``file`` and ``line`` (the caller knows them).
+
+    The per-line form of what :func:`_parse_batches` appends column by column (that loop is kept
+    unrolled for speed); ``tests/spark/test_native.py`` checks that the two agree.
+    """
+    if isinstance(item, Quarantined):
+        return [(None, None, None, None, None, None, None, None, None, None, item.reason, item.record)]
+    return [
+        (
+            ev.collection,
+            ev.op,
+            _json(ev.key),
+            _json(ev.before),
+            _json(ev.after),
+            list(ev.unchanged),
+            [str(p) for p in ev.position],
+            ev.source_ts_ms,
+            ev.format,
+            ev.snapshot,
+            None,
+            None,
+        )
+        for ev in item
+    ]
+
+
 def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:
     """``(path, content)`` rows, as the ``binaryFile`` source gives them, to parsed rows.
 
     Events and quarantined records come out together; split them with :func:`events_only` and
     :func:`quarantined_only`.
     """
-    parsed = files.select("path", "content").mapInArrow(
-        lambda it: _parse_batches(it, options), _PARSED_SCHEMA
-    )
-    return parsed.withColumn("position", _position_as_decimals(F.col("position")))
+    parsed = files.select("path", "content").mapInArrow(lambda it: _parse_batches(it, options), PARSED_SCHEMA)
+    return parsed.withColumn("position", position_as_decimals(F.col("position")))
 
 
-def _position_as_decimals(col: Column) -> Column:
+def position_as_decimals(col: Column) -> Column:
+    """Positions as the workers return them (digit strings) to ``array<decimal(38,0)>``."""
     return F.transform(col, lambda x: x.cast(DecimalType(38, 0)))
 
 
