@@ -72,7 +72,9 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
                 carry=result.carry, meta=result.meta,
             )  # fmt: skip
             summary["collections"][r.collection] = result.info
-            result.state.unpersist()
+            # released before the next collection: in a long-lived session they would fill the memory
+            result.release()
+        events.unpersist()
         parsed.unpersist()
     summary["seconds"] = round(time.time() - started, 1)
     out_dir = state_dir / "_runs"

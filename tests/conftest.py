@@ -129,6 +129,14 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _release_spark_cache(request):  # type: ignore[no-untyped-def]
+    """Tests share one session: what a test cached must not fill the driver's memory for the next."""
+    yield
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").catalog.clearCache()
+
+
 # ---------------------------------------------------------------- Airflow
 
 

@@ -56,6 +56,11 @@ class RunResult:
     carry: DataFrame  # for the next run, written beside the state
     info: dict[str, Any]  # the run summary's counts
     meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
+    cached: tuple[DataFrame, ...] = ()  # what the run cached, to release once the version is written
+
+    def release(self) -> None:
+        for df in self.cached:
+            df.unpersist()
 
 
 def reconcile_run(
@@ -119,4 +124,5 @@ def reconcile_run(
         if previous is not None
         else 0,
     }
-    return RunResult(state, carry(both, pending, coll, sig), info, meta.to_json())
+    cached = (both, pending, state) + ((parts.kept, parts.dropped) if parts.kept is not None else ())
+    return RunResult(state, carry(both, pending, coll, sig), info, meta.to_json(), cached)  # type: ignore[arg-type]
