@@ -60,8 +60,11 @@ def test_pgoutput_slot_sees_a_committed_change(pg_server) -> None:  # type: igno
         assert raw.server_version >= 150000
 
 
-def test_a_kept_data_dir_survives_a_restart(tmp_path: Path) -> None:
-    base = tmp_path / "pg"
+def test_a_kept_data_dir_survives_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a relative folder, as `make demo` gives it: the server's programs run from "/" (as root, under
+    # another user), so it must be made absolute before they see it
+    monkeypatch.chdir(tmp_path)
+    base = Path("pg")
     with EmbeddedPostgres(base) as pg:
         eng = sa.create_engine(pg.url)
         with eng.begin() as conn:

@@ -143,7 +143,9 @@ class EmbeddedPostgres:
     ) -> None:
         self.bin_dir = bin_dir or default_bin_dir()
         self._own_dir = data_dir is None
-        self.base_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="cdc-pg-"))
+        # absolute: the server's programs run from "/" (and maybe as another user), so a relative
+        # folder such as the demo's ".cdc/demo/postgres" would point somewhere else for them
+        self.base_dir = (Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="cdc-pg-"))).resolve()
         self.data_dir = self.base_dir / "data"
         self.socket_dir = self.base_dir / "sock"
         self.log_file = self.base_dir / "server.log"
