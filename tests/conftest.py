@@ -134,7 +134,11 @@ def _release_spark_cache(request):  # type: ignore[no-untyped-def]
     """Tests share one session: what a test cached must not fill the driver's memory for the next."""
     yield
     if "spark" in request.fixturenames:
-        request.getfixturevalue("spark").catalog.clearCache()
+        session = request.getfixturevalue("spark")
+        session.catalog.clearCache()
+        # local checkpoints (the reconcile job's parsed events) are persisted RDDs, not cached tables
+        for rdd in session.sparkContext._jsc.getPersistentRDDs().values():
+            rdd.unpersist(False)
 
 
 # ---------------------------------------------------------------- Airflow

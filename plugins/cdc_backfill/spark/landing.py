@@ -197,7 +197,9 @@ def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTION
 
 def position_as_decimals(col: Column) -> Column:
     """Positions as the workers return them (digit strings) to ``array<decimal(38,0)>``."""
-    return F.transform(col, lambda x: x.cast(DecimalType(38, 0)))
+    # a cast of the array, not transform(): a lambda is evaluated outside generated code, and makes
+    # its whole stage hand each row over as a full row object
+    return col.cast(ArrayType(DecimalType(38, 0)))
 
 
 def events_only(parsed: DataFrame) -> DataFrame:

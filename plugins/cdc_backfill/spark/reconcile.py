@@ -406,8 +406,12 @@ def reconcile_parts(
     key: Sequence[str],
     signal_collection: str,
     previous: DataFrame | None = None,
+    stream: DataFrame | None = None,
 ) -> ReconcileParts:
-    stream = typed_stream(events, collection, columns, key)
+    """``stream``: ``typed_stream(events, ...)`` when the caller has it already (cached: it is read by
+    the READ drop and twice by the merge, and typing parses every event's JSON)."""
+    if stream is None:
+        stream = typed_stream(events, collection, columns, key)
     truncs = truncates(events, collection)
     parts = [stream]
     kept = dropped = None

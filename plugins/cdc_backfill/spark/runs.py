@@ -17,21 +17,27 @@ from pyspark.sql import functions as F
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import STREAM_DIR, RunInput, next_meta
 from cdc_backfill.spark.landing import parse_landing_files
+from cdc_backfill.spark.native import native_landing_events
 from cdc_backfill.spark.reconcile import (
     after_position,
     carry,
     newer_than,
     pending_windows,
     reconcile_parts,
+    typed_stream,
 )
 
 
 def read_new_events(spark: SparkSession, landing: Path, files: Sequence[str]) -> DataFrame:
-    """Parsed rows (events and quarantined records) of the given stream files."""
+    """Parsed rows (events and quarantined records) of the given stream files.
+
+    The capture's own lines are parsed in the JVM (``spark.native``); any other line goes through the
+    Python parser and gives the same rows it would alone.
+    """
     paths = [str(Path(landing) / STREAM_DIR / f) for f in files]
     if not paths:
         return spark.createDataFrame([], "path string, content binary").transform(parse_landing_files)
-    return parse_landing_files(spark.read.format("binaryFile").load(paths))
+    return native_landing_events(spark, paths)
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,8 @@ def reconcile_run(
     both = new.unionByName(frames.carry) if frames.carry is not None else new
     both = both.cache()
     reads, previous = frames.reads, frames.previous
-    parts = reconcile_parts(both, reads, coll, columns, key, sig, previous)
+    stream = typed_stream(both, coll, columns, key).cache()
+    parts = reconcile_parts(both, reads, coll, columns, key, sig, previous, stream=stream)
     if parts.kept is not None and parts.dropped is not None:
         parts.kept.cache(), parts.dropped.cache()  # counted, and used again by the state
     closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
@@ -124,5 +131,5 @@ def reconcile_run(
         if previous is not None
         else 0,
     }
-    cached = (both, pending, state) + ((parts.kept, parts.dropped) if parts.kept is not None else ())
+    cached = (both, stream, pending, state) + ((parts.kept, parts.dropped) if parts.kept is not None else ())
     return RunResult(state, carry(both, pending, coll, sig), info, meta.to_json(), cached)  # type: ignore[arg-type]
