@@ -50,6 +50,9 @@ doctor: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.parse_events --events $(or $(EVENTS),1000000)
 	$(PY) -m bench.capture --changes $(or $(CHANGES),200000)
+	$(PY) -m bench.snapshot --rows $(or $(SNAPSHOT_ROWS),1000000)
+	$(PY) -m bench.reconcile --events $(or $(RECONCILE_EVENTS),1000000)
+	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
