@@ -205,6 +205,28 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
     return out
 
 
+def reuse_or_make_landing(folder: Path, n: int, chunk_size: int) -> Landing:
+    """``make_landing`` once per folder: what it generated is described in ``bench-landing.json``."""
+    described = folder / "bench-landing.json"
+    if described.exists():
+        doc = json.loads(described.read_text())
+        if doc["asked"] == [n, chunk_size]:
+            return Landing(
+                folder, doc["events"], doc["files"], doc["chunks"], doc["read_rows"], set(doc["live"])
+            )
+        raise SystemExit(
+            f"{folder} holds a landing zone of {doc['asked']} (events, chunk size), not {[n, chunk_size]}"
+        )
+    if folder.exists() and any(folder.iterdir()):
+        raise SystemExit(f"{folder} is not empty and was not made by this benchmark")
+    out = make_landing(folder, n, chunk_size=chunk_size)
+    described.write_text(
+        json.dumps({"asked": [n, chunk_size], "events": out.events, "files": out.files, "chunks": out.chunks,
+                    "read_rows": out.read_rows, "live": sorted(out.live)})
+    )  # fmt: skip
+    return out
+
+
 # ---------------------------------------------------------------- measuring
 
 
@@ -290,17 +312,23 @@ def main() -> None:
     ap.add_argument("--chunk-size", type=int, default=5000)
     ap.add_argument("--skip-python-parse", action="store_true", help="leave out the slow Python-path parse")
     ap.add_argument("--keep", action="store_true", help="keep the landing zone (printed) for a look")
+    ap.add_argument(
+        "--landing",
+        type=Path,
+        help="a landing zone to reuse (generated there first if empty, and kept): generating 10M events "
+        "takes minutes",
+    )
     args = ap.parse_args()
     threads = (
         int(args.master[len("local[") : -1]) if args.master.startswith("local[") else os.cpu_count() or 2
     )
 
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-reconcile-"))
-    landing_dir = work / "landing"
+    landing_dir = args.landing.resolve() if args.landing else work / "landing"
     stream = landing_dir / "stream"
     try:
         t_gen0 = time.perf_counter()
-        landing = make_landing(landing_dir, args.events, chunk_size=args.chunk_size)
+        landing = reuse_or_make_landing(landing_dir, args.events, args.chunk_size)
         t_gen = time.perf_counter() - t_gen0
         n = landing.events
         size_mb = sum(f.stat().st_size for f in stream.glob("*.jsonl")) / 1e6
@@ -355,7 +383,9 @@ def main() -> None:
         results["duckdb"] = (t, c)
         load_after = os.getloadavg()
     finally:
-        if args.keep:
+        if args.landing:
+            shutil.rmtree(work, ignore_errors=True)
+        elif args.keep:
             print(f"landing zone kept in {landing_dir}")
         else:
             shutil.rmtree(work, ignore_errors=True)
