@@ -124,7 +124,7 @@ def test_a_rerun_with_nothing_new_changes_nothing(spark, tmp_path: Path, fmt: st
     assert [v["version"] for v in log] == [1, 2]
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_incremental_runs_over_any_split_equal_one_full_run(spark, tmp_path_factory, data) -> None:  # type: ignore[no-untyped-def]
     """Stream files and READ chunks land at arbitrary times (a chunk before its window is in the
