@@ -310,6 +310,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--chunk-size", type=int, default=5000)
+    ap.add_argument(
+        "--driver-memory", default="2g", help="the local session's heap (10M events need more than 2g)"
+    )
     ap.add_argument("--skip-python-parse", action="store_true", help="leave out the slow Python-path parse")
     ap.add_argument("--keep", action="store_true", help="keep the landing zone (printed) for a look")
     ap.add_argument(
@@ -346,7 +349,9 @@ def main() -> None:
 
         load_before = os.getloadavg()
         t0 = time.perf_counter()
-        spark = build_session("bench_reconcile", master=args.master)
+        spark = build_session(
+            "bench_reconcile", master=args.master, conf={"spark.driver.memory": args.driver_memory}
+        )
         t_start = time.perf_counter() - t0
         jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
         clock = CpuClock(jvm_pid)
@@ -424,6 +429,7 @@ def main() -> None:
         "loadavg_before": load_before,
         "loadavg_after": load_after,
         "cpu_count": os.cpu_count(),
+        "driver_memory": args.driver_memory,
     }
     report(f"reconcile_{args.events}", rows, meta)
     print(
