@@ -11,7 +11,7 @@ element by element, and 38 digits hold 80-bit SQL Server LSNs and any SCN.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -202,8 +202,8 @@ def position_as_decimals(col: Column) -> Column:
     return col.cast(ArrayType(DecimalType(38, 0)))
 
 
-def events_only(parsed: DataFrame) -> DataFrame:
-    return parsed.where(F.col("quarantine_reason").isNull()).select(*EVENT_COLUMNS)
+def events_only(parsed: DataFrame, columns: Sequence[str] = EVENT_COLUMNS) -> DataFrame:
+    return parsed.where(F.col("quarantine_reason").isNull()).select(*columns)
 
 
 def quarantined_only(parsed: DataFrame) -> DataFrame:

@@ -1,9 +1,9 @@
 """DESIGN.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
-    events --windows()-------------------------------.
-    events --typed_stream(columns)--> stream rows ---+--> merge() --> state
-    READ chunks --surviving_reads(windows, stream)---'
-    previous state --previous_rows()-----------------'
+    events --windows()--------------------------------------.
+    events --typed_stream(columns)--> stream rows ----------+--> merge() --> state
+    READ chunks --judged_reads(windows, stream)--read_rows()-'
+    previous state --previous_rows()------------------------'
 
 Rows of every source are brought to the same typed columns (the table's, as the snapshot chunks store
 them), so keys join as values, not as JSON text. Each row carries a sort key ``_cdc_sort`` =
@@ -29,9 +29,12 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.window import Window
 
 from cdc_backfill.pgtypes import PgColumn, decimal_shape
+
+# The canonical event columns the rules read (and a carry holds): not ``before``, the format or the
+# source timestamp.
+STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "file", "line")
 
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
 FALLBACK_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
@@ -199,34 +202,42 @@ def truncates(events: DataFrame, collection: str) -> DataFrame:
     return events.where((F.col("collection") == collection) & (F.col("op") == "t")).select("position")
 
 
-def surviving_reads(
-    reads: DataFrame,
-    wins: DataFrame,
-    stream: DataFrame,
-    truncs: DataFrame,
-    columns: Sequence[PgColumn],
-    key: Sequence[str],
-) -> tuple[DataFrame, DataFrame]:
-    """(READ rows kept, READ rows dropped) as typed rows with ``_sort``.
+def judged_reads(
+    reads: DataFrame, wins: DataFrame, stream: DataFrame, truncs: DataFrame, key: Sequence[str]
+) -> DataFrame:
+    """The READ rows whose window has closed, with their window (``_cdc_low``, ``_cdc_high``) and
+    ``_cdc_dropped``: the stream has an event for the row's key, or a truncate, strictly inside it.
 
-    A READ row waits (is in neither) while its window is missing or open. It is dropped when the stream
-    has an event for its key, or a truncate, strictly inside its window; a kept row takes the window's
-    high. Dropped rows are returned at the window's low as fill-only rows: they supply columns that a
-    TOAST-only update inside the window did not send (see the reference's ``_apply``).
+    A READ row waits (is left out) while its window is missing or open. The stream is joined once, by
+    key, and only its keys and positions.
     """
-    names = [c.name for c in columns]
     closed = wins.where(F.col("_cdc_high").isNotNull())
-    r = reads.join(closed, "_cdc_chunk_id")
-    touched = stream.select(*key, F.col("_cdc_sort.position").alias("_cdc_p"))
-    hit = r.join(touched, list(key)).where(
-        (F.col("_cdc_p") > F.col("_cdc_low")) & (F.col("_cdc_p") < F.col("_cdc_high"))
-    )
-    cut = r.crossJoin(truncs.select(F.col("position").alias("_cdc_t"))).where(
+    r = reads.join(closed.select("_cdc_chunk_id", "_cdc_low", "_cdc_high"), "_cdc_chunk_id")
+    position = F.col("_cdc_sort.position").alias("_cdc_p")
+    touched = stream.select(*key, position)
+    hit = r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high").join(touched, list(key))
+    hit = hit.where((F.col("_cdc_p") > F.col("_cdc_low")) & (F.col("_cdc_p") < F.col("_cdc_high")))
+    cut = closed.crossJoin(truncs.select(F.col("position").alias("_cdc_t"))).where(
         (F.col("_cdc_t") > F.col("_cdc_low")) & (F.col("_cdc_t") < F.col("_cdc_high"))
     )
-    dropped_ids = hit.select(*key, "_cdc_chunk_id").union(cut.select(*key, "_cdc_chunk_id")).distinct()
-    kept = r.join(dropped_ids, [*key, "_cdc_chunk_id"], "left_anti")
-    dropped = r.join(dropped_ids, [*key, "_cdc_chunk_id"], "left_semi")
+    by_key = hit.select(*key, "_cdc_chunk_id").distinct().withColumn("_cdc_hit", F.lit(True))
+    by_truncate = cut.select("_cdc_chunk_id").distinct().withColumn("_cdc_cut", F.lit(True))
+    return (
+        r.join(by_key, [*key, "_cdc_chunk_id"], "left")
+        .join(F.broadcast(by_truncate), "_cdc_chunk_id", "left")
+        .withColumn("_cdc_dropped", F.coalesce(F.col("_cdc_hit") | F.col("_cdc_cut"), F.lit(False)))
+        .drop("_cdc_hit", "_cdc_cut")
+    )
+
+
+def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame, DataFrame]:
+    """(READ rows kept, READ rows dropped) of :func:`judged_reads` as typed rows with ``_sort``.
+
+    A kept row takes its window's high. Dropped rows are returned at the window's low as fill-only rows:
+    they supply columns that a TOAST-only update inside the window did not send (see the reference's
+    ``_apply``).
+    """
+    names = [c.name for c in columns]
     all_present = F.struct(*[F.lit(True).alias(n) for n in names])
 
     def shape(df: DataFrame, at: str, priority: int) -> DataFrame:
@@ -240,7 +251,11 @@ def surviving_reads(
             ).alias("_cdc_sort"),
         )  # fmt: skip
 
-    return shape(kept, "_cdc_high", PRIORITY_READ), shape(dropped, "_cdc_low", FALLBACK_PRIORITY)
+    dropped = F.col("_cdc_dropped")
+    return (
+        shape(judged.where(~dropped), "_cdc_high", PRIORITY_READ),
+        shape(judged.where(dropped), "_cdc_low", FALLBACK_PRIORITY),
+    )
 
 
 def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
@@ -248,81 +263,53 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
     the last value sent before it; a winning delete removes the key; the latest truncate removes keys
     whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
 
-    The winner of every key comes from one hash aggregation (all the bare floor does). Only keys whose
-    winner left columns out (an unchanged TOAST value) go through the ordered fill, which sorts rows.
+    One aggregation per key, as cheap as the bare floor's but for a few more buffers. The winner is
+    the greatest row; every value column is the last row that *sent* it (the winner itself when it
+    did). That value counts only if no delete of the key and no truncate came between it and the
+    winner: a key deleted and created again (a key change carrying an unchanged TOAST value) must not
+    take the old row's value. A kept winner is after the latest truncate, so only that one truncate
+    can come between. Fill-only rows (dropped READs, at their window's low) are always before the
+    winner: the event that dropped them is after that low. A column with no value left counts as
+    unknown (``_cdc_unknown``).
     """
     names = [c.name for c in columns]
-    winner = (
-        rows.where(F.col("_cdc_sort.priority") != FALLBACK_PRIORITY)
-        .groupBy(*key)
-        .agg(
-            F.max_by(F.struct(*names, "_cdc_present", "_cdc_deleted", "_cdc_sort"), F.col("_cdc_sort")).alias(
-                "_cdc_w"
-            )
-        )
-    )
-    sent_all = F.lit(True)
-    for n in names:
-        sent_all = sent_all & F.col("_cdc_w._cdc_present").getField(n)
-    complete = F.col("_cdc_w._cdc_deleted") | sent_all
-    simple = winner.where(complete).select(
-        *[F.col("_cdc_w").getField(n).alias(n) for n in names],
-        F.array().cast("array<string>").alias("_cdc_unknown"),
-        F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
-        F.col("_cdc_w._cdc_sort.position").alias("_cdc_position"),
-    )
-    partial = rows.join(winner.where(~complete).select(*key), list(key), "left_semi")
-    state = simple.unionByName(_filled(partial, truncs, names, key))
-    latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
-    state = state.crossJoin(latest_truncate).where(
-        F.col("_cdc_t").isNull() | (F.col("_cdc_position") > F.col("_cdc_t"))
-    )
-    return state.where(~F.col("_cdc_deleted")).select(*names, "_cdc_position", "_cdc_unknown")
-
-
-def _filled(rows: DataFrame, truncs: DataFrame, names: Sequence[str], key: Sequence[str]) -> DataFrame:
-    """The winners of keys whose winning row left columns out, each such column taken from the last
-    row before it that sent one."""
-    # A value never fills across a delete or a truncate: a key deleted and created again (a key change
-    # that carries an unchanged TOAST value) must not take the old row's value. Rows are cut into
-    # segments: deletes of the key before the row, truncates before its position.
-    cuts = truncs.agg(F.collect_list("position").alias("_cdc_cuts"))
-    before = Window.partitionBy(*key).orderBy("_cdc_sort").rowsBetween(Window.unboundedPreceding, -1)
-    rows = (
-        rows.crossJoin(F.broadcast(cuts))
-        .withColumn("_cdc_dseg", F.coalesce(F.sum(F.col("_cdc_deleted").cast("int")).over(before), F.lit(0)))
-        .withColumn(
-            "_cdc_tseg", F.size(F.filter("_cdc_cuts", lambda t: t < F.col("_cdc_sort").getField("position")))
-        )
-    )
-    w = (
-        Window.partitionBy(*key, "_cdc_dseg", "_cdc_tseg")
-        .orderBy("_cdc_sort")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    # per column the last value sent so far, wrapped so that a sent NULL differs from nothing sent
-    filled = rows.select(
+    values = [n for n in names if n not in key]
+    sort = F.col("_cdc_sort")
+    competes = sort.getField("priority") != FALLBACK_PRIORITY
+    # max_by leaves out rows whose ordering is null: each buffer sees only the rows it is about
+    per_key = rows.groupBy(*key).agg(
+        F.max_by(
+            F.struct(F.col("_cdc_deleted").alias("deleted"), sort.alias("s")), F.when(competes, sort)
+        ).alias("_cdc_w"),
+        F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
         *[
-            F.last(F.when(F.col("_cdc_present").getField(n), F.struct(F.col(n).alias("v"))), ignorenulls=True)
-            .over(w)
-            .alias(n)
-            for n in names
+            F.max_by(
+                F.struct(F.col(n).alias("v"), sort.alias("s")),
+                F.when(F.col("_cdc_present").getField(n), sort),
+            ).alias(n)
+            for n in values
         ],
-        "_cdc_deleted",
-        "_cdc_sort",
     )
-    winners = filled.where(F.col("_cdc_sort.priority") != FALLBACK_PRIORITY)
-    last = winners.groupBy(*key).agg(
-        F.max_by(F.struct(*names, "_cdc_deleted", "_cdc_sort"), F.col("_cdc_sort")).alias("_cdc_w")
-    )
-    unknown = F.array_compact(
-        F.array(*[F.when(F.col("_cdc_w").getField(n).isNull(), F.lit(n)) for n in names])
-    )
-    return last.select(
-        *[F.col("_cdc_w").getField(n).getField("v").alias(n) for n in names],
-        unknown.alias("_cdc_unknown"),
-        F.col("_cdc_w._cdc_deleted").alias("_cdc_deleted"),
-        F.col("_cdc_w._cdc_sort.position").alias("_cdc_position"),
+    latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
+    t, d, w = F.col("_cdc_t"), F.col("_cdc_d"), F.col("_cdc_w")
+
+    def known(n: str) -> Column:
+        sent = F.col(n)
+        after_delete = d.isNull() | (sent.getField("s") > d)
+        after_truncate = t.isNull() | (sent.getField("s").getField("position") > t)
+        return sent.isNotNull() & after_delete & after_truncate
+
+    position = w.getField("s").getField("position")
+    return (
+        per_key.crossJoin(F.broadcast(latest_truncate))
+        .where(w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t)))
+        .select(
+            *[F.col(n) if n in key else F.when(known(n), F.col(n).getField("v")).alias(n) for n in names],
+            position.alias("_cdc_position"),
+            F.array_compact(F.array(*[F.when(~known(n), F.lit(n)) for n in values]))
+            .cast("array<string>")
+            .alias("_cdc_unknown"),
+        )
     )
 
 
@@ -393,8 +380,7 @@ class ReconcileParts:
 
     state: DataFrame
     stream: DataFrame  # the collection's row events, typed
-    kept: DataFrame | None  # READ rows applied at their window's high
-    dropped: DataFrame | None  # READ rows superseded inside their window
+    judged: DataFrame | None  # READ rows whose window closed, with ``_cdc_dropped`` (judged_reads)
     windows: DataFrame  # every window found in this run's events (carry included)
 
 
@@ -407,24 +393,27 @@ def reconcile_parts(
     signal_collection: str,
     previous: DataFrame | None = None,
     stream: DataFrame | None = None,
+    wins: DataFrame | None = None,
 ) -> ReconcileParts:
-    """``stream``: ``typed_stream(events, ...)`` when the caller has it already (cached: it is read by
-    the READ drop and twice by the merge, and typing parses every event's JSON)."""
+    """``stream`` and ``wins``: ``typed_stream(events, ...)`` and ``windows(events, ...)`` when the
+    caller has them already (cached: the stream is read by the READ drop and the merge, and typing
+    parses every event's JSON; the windows are read three times)."""
     if stream is None:
         stream = typed_stream(events, collection, columns, key)
+    if wins is None:
+        wins = windows(events, signal_collection)
     truncs = truncates(events, collection)
     parts = [stream]
-    kept = dropped = None
-    wins = windows(events, signal_collection)
+    judged = None
     if reads is not None:
-        kept, dropped = surviving_reads(reads, wins, stream, truncs, columns, key)
-        parts += [kept, dropped]
+        judged = judged_reads(reads, wins, stream, truncs, key)
+        parts += read_rows(judged, columns)
     if previous is not None:
         parts.append(previous_rows(previous, columns))
     rows = parts[0]
     for p in parts[1:]:
         rows = rows.unionByName(p)
-    return ReconcileParts(merge(rows, truncs, columns, key), stream, kept, dropped, wins)
+    return ReconcileParts(merge(rows, truncs, columns, key), stream, judged, wins)
 
 
 def reconcile_collection(

@@ -25,6 +25,7 @@ from cdc_backfill.spark.reconcile import (
     pending_windows,
     reconcile_parts,
     typed_stream,
+    windows,
 )
 
 
@@ -83,13 +84,14 @@ def reconcile_run(
     """
     coll, sig = run.collection, signal_collection
     new = after_position(events, run.meta.position)
+    # not cached: ``events`` is stored already, and a second copy of every event costs more than the
+    # filter and the small carry it would save
     both = new.unionByName(frames.carry) if frames.carry is not None else new
-    both = both.cache()
     reads, previous = frames.reads, frames.previous
     stream = typed_stream(both, coll, columns, key).cache()
-    parts = reconcile_parts(both, reads, coll, columns, key, sig, previous, stream=stream)
-    if parts.kept is not None and parts.dropped is not None:
-        parts.kept.cache(), parts.dropped.cache()  # counted, and used again by the state
+    wins = windows(both, sig).cache()
+    parts = reconcile_parts(both, reads, coll, columns, key, sig, previous, stream=stream, wins=wins)
+    judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
     closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
     # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
     # closes its window
@@ -110,8 +112,13 @@ def reconcile_run(
     pending = pending_windows(parts.windows, coll, applied).cache()
     state = parts.state.cache()
     reads_total = reads.count() if reads is not None else 0
-    kept = parts.kept.count() if parts.kept is not None else 0
-    dropped = parts.dropped.count() if parts.dropped is not None else 0
+    kept = dropped = 0
+    if judged is not None:
+        judgement = judged.agg(
+            F.count_if(~F.col("_cdc_dropped")).alias("kept"),
+            F.count_if(F.col("_cdc_dropped")).alias("dropped"),
+        ).first()
+        kept, dropped = judgement["kept"], judgement["dropped"]
     info: dict[str, Any] = {
         "rows": state.count(),
         # the stream never sent these rows a value for some column (a key change of a row with an
@@ -131,5 +138,5 @@ def reconcile_run(
         if previous is not None
         else 0,
     }
-    cached = (both, stream, pending, state) + ((parts.kept, parts.dropped) if parts.kept is not None else ())
+    cached = (stream, wins, pending, state) + ((judged,) if judged is not None else ())
     return RunResult(state, carry(both, pending, coll, sig), info, meta.to_json(), cached)  # type: ignore[arg-type]
