@@ -263,7 +263,7 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
     the last value sent before it; a winning delete removes the key; the latest truncate removes keys
     whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
 
-    One aggregation per key, as cheap as the bare floor's but for a few more buffers. The winner is
+    One aggregation per key, like the bare floor's, with a buffer per column besides. The winner is
     the greatest row; every value column is the last row that *sent* it (the winner itself when it
     did). That value counts only if no delete of the key and no truncate came between it and the
     winner: a key deleted and created again (a key change carrying an unchanged TOAST value) must not
