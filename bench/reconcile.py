@@ -311,7 +311,9 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--chunk-size", type=int, default=5000)
     ap.add_argument(
-        "--driver-memory", default="2g", help="the local session's heap (10M events need more than 2g)"
+        "--driver-memory",
+        default="2g",
+        help="the local session's heap (10M events run in 2g, spilling; 10g is faster)",
     )
     ap.add_argument("--skip-python-parse", action="store_true", help="leave out the slow Python-path parse")
     ap.add_argument("--keep", action="store_true", help="keep the landing zone (printed) for a look")
