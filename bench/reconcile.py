@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 
 from bench.common import report
 from cdc_backfill.capture.landing import LandingWriter
+from cdc_backfill.capture.postgres import line_tail, row_line, source_prefix
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.engine import SNAPSHOT_DIR, TableShape
 
@@ -78,7 +79,8 @@ class Landing:
 
 
 class _Stream:
-    """Transactions in the capture's byte layout through the capture's LandingWriter."""
+    """Transactions through the capture's own line builders (``capture.postgres.row_line``) and
+    LandingWriter, so the stream is the capture's byte layout by construction."""
 
     def __init__(self, folder: Path, roll_bytes: int) -> None:
         self.writer = LandingWriter(folder, roll_bytes=roll_bytes, roll_seconds=1e9)
@@ -94,22 +96,16 @@ class _Stream:
         self.txid += 1
         self.clock_ms += 1
         prefixes: dict[str, bytes] = {}
-        tail = b'","ts_ms":' + str(self.clock_ms + 40).encode() + b"}}\n"
+        tail = line_tail(self.clock_ms + 40)
         for i, (table, op, key, before, after) in enumerate(changes):
             prefix = prefixes.get(table)
             if prefix is None:
-                src = {
-                    "version": "cdc_backfill-bench", "connector": "postgresql", "name": "cdc_backfill",
-                    "ts_ms": self.clock_ms, "snapshot": "false", "db": "app", "schema": SCHEMA,
-                    "table": table, "txId": self.txid, "commit_lsn": commit,
-                }  # fmt: skip
-                prefix = prefixes[table] = orjson.dumps(src)[:-1] + b',"lsn":'
+                prefix = prefixes[table] = source_prefix(
+                    version="cdc_backfill-bench", name="cdc_backfill", ts_ms=self.clock_ms, db="app",
+                    schema=SCHEMA, table=table, txid=self.txid, commit_lsn=commit,
+                )  # fmt: skip
             lsn = first + 64 * i
-            line = b"".join(
-                (b'{"key":', key, b',"value":{"before":', before, b',"after":', after, b',"source":', prefix,
-                 str(lsn).encode(), b'},"op":"', op.encode(), tail)
-            )  # fmt: skip
-            self.writer.write(line, commit, lsn)
+            self.writer.write(row_line(key, before, after, prefix, lsn, op, tail), commit, lsn)
         self.lines += len(changes)
         self.lsn = commit + 64
         self.writer.commit_done(commit + 32)

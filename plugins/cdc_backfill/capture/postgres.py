@@ -215,6 +215,52 @@ class CaptureStats:
     started: float = field(default_factory=time.monotonic)
 
 
+def source_prefix(
+    *, version: str, name: str, ts_ms: int, db: str, schema: str, table: str, txid: int, commit_lsn: int
+) -> bytes:
+    """A row event's source block up to ``"lsn":`` (each event appends its own LSN): the same for every
+    event of one table in one transaction, so it is built once per pair."""
+    src = {
+        "version": version,
+        "connector": "postgresql",
+        "name": name,
+        "ts_ms": ts_ms,
+        "snapshot": "false",
+        "db": db,
+        "schema": schema,
+        "table": table,
+        "txId": txid,
+        "commit_lsn": commit_lsn,
+    }
+    return orjson.dumps(src)[:-1] + b',"lsn":'
+
+
+def line_tail(ts_ms: int) -> bytes:
+    """What follows a row event's op: the event's ``ts_ms`` and the line's end."""
+    return b'","ts_ms":' + str(ts_ms).encode() + b"}}\n"
+
+
+def row_line(key: bytes, before: bytes, after: bytes, prefix: bytes, lsn: int, op: str, tail: bytes) -> bytes:
+    """One row event (or truncate) as the capture lands it; ``spark.native`` proves lines against this
+    layout, so the benchmark builds its stream with this function too."""
+    return b"".join(
+        (
+            b'{"key":',
+            key,
+            b',"value":{"before":',
+            before,
+            b',"after":',
+            after,
+            b',"source":',
+            prefix,
+            str(lsn).encode(),
+            b'},"op":"',
+            op.encode(),
+            tail,
+        )
+    )
+
+
 def lsn_text(lsn: int) -> str:
     return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
@@ -458,19 +504,10 @@ class PostgresCapture:
     def _source_prefix(self, rel: RelInfo, st: _TxnState) -> bytes:
         cached = st.prefixes.get(rel.collection)
         if cached is None:
-            src = {
-                "version": f"cdc_backfill-{__version__}",
-                "connector": "postgresql",
-                "name": self.slot,
-                "ts_ms": st.ts_ms,
-                "snapshot": "false",
-                "db": self.db,
-                "schema": rel.schema,
-                "table": rel.table,
-                "txId": st.xid,
-                "commit_lsn": st.commit_lsn,
-            }
-            cached = orjson.dumps(src)[:-1] + b',"lsn":'
+            cached = source_prefix(
+                version=f"cdc_backfill-{__version__}", name=self.slot, ts_ms=st.ts_ms, db=self.db,
+                schema=rel.schema, table=rel.table, txid=st.xid, commit_lsn=st.commit_lsn,
+            )  # fmt: skip
             st.prefixes[rel.collection] = cached
         return cached
 
@@ -482,26 +519,7 @@ class PostgresCapture:
             self.stats.skipped += 1
             return
         prefix = st.prefixes.get(rel.collection) or self._source_prefix(rel, st)
-        self.writer.write(
-            b"".join(
-                (
-                    b'{"key":',
-                    key,
-                    b',"value":{"before":',
-                    before,
-                    b',"after":',
-                    after,
-                    b',"source":',
-                    prefix,
-                    str(lsn).encode(),
-                    b'},"op":"',
-                    op.encode(),
-                    st.ts_tail,
-                )
-            ),
-            st.commit_lsn,
-            lsn,
-        )
+        self.writer.write(row_line(key, before, after, prefix, lsn, op, st.ts_tail), st.commit_lsn, lsn)
         self.stats.events += 1
 
     def _row_change(self, kind: int, buf: bytes, lsn: int, st: _TxnState) -> None:
@@ -573,7 +591,7 @@ class _TxnState:
         self.commit_lsn = 0
         self.xid = 0
         self.ts_ms = 0
-        self.ts_tail = b'","ts_ms":0}}\n'
+        self.ts_tail = line_tail(0)
         self.prefixes: dict[str, bytes] = {}
 
     def begin(self, b: pgoutput.Begin) -> None:
@@ -581,7 +599,7 @@ class _TxnState:
         self.commit_lsn = b.final_lsn
         self.xid = b.xid
         self.ts_ms = b.commit_time_us // 1000
-        self.ts_tail = b'","ts_ms":' + str(int(time.time() * 1000)).encode() + b"}}\n"
+        self.ts_tail = line_tail(int(time.time() * 1000))
         self.prefixes = {}
 
 
