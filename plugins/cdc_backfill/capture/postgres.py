@@ -215,12 +215,19 @@ class CaptureStats:
     started: float = field(default_factory=time.monotonic)
 
 
-def source_prefix(
-    *, version: str, name: str, ts_ms: int, db: str, schema: str, table: str, txid: int, commit_lsn: int
-) -> bytes:
-    """A row event's source block up to ``"lsn":`` (each event appends its own LSN): the same for every
-    event of one table in one transaction, so it is built once per pair."""
-    src = {
+def source_block(
+    *,
+    version: str,
+    name: str,
+    ts_ms: int,
+    db: str,
+    schema: str,
+    table: str,
+    txid: int | None,
+    commit_lsn: int,
+) -> dict[str, Any]:
+    """Every event's source block without its ``lsn``, in the order ``spark.native`` expects it."""
+    return {
         "version": version,
         "connector": "postgresql",
         "name": name,
@@ -232,6 +239,17 @@ def source_prefix(
         "txId": txid,
         "commit_lsn": commit_lsn,
     }
+
+
+def source_prefix(
+    *, version: str, name: str, ts_ms: int, db: str, schema: str, table: str, txid: int, commit_lsn: int
+) -> bytes:
+    """A row event's source block up to ``"lsn":`` (each event appends its own LSN): the same for every
+    event of one table in one transaction, so it is built once per pair."""
+    src = source_block(
+        version=version, name=name, ts_ms=ts_ms, db=db, schema=schema, table=table, txid=txid,
+        commit_lsn=commit_lsn,
+    )  # fmt: skip
     return orjson.dumps(src)[:-1] + b',"lsn":'
 
 
@@ -560,20 +578,14 @@ class PostgresCapture:
         if position <= self._skip_to:
             self.stats.skipped += 1
             return
+        src = source_block(
+            version=f"cdc_backfill-{__version__}", name=self.slot,
+            ts_ms=st.ts_ms if m.transactional else int(time.time() * 1000), db=self.db, schema="", table="",
+            txid=st.xid if m.transactional else None, commit_lsn=commit,
+        )  # fmt: skip
+        src["lsn"] = lsn
         value = {
-            "source": {
-                "version": f"cdc_backfill-{__version__}",
-                "connector": "postgresql",
-                "name": self.slot,
-                "ts_ms": st.ts_ms if m.transactional else int(time.time() * 1000),
-                "snapshot": "false",
-                "db": self.db,
-                "schema": "",
-                "table": "",
-                "txId": st.xid if m.transactional else None,
-                "commit_lsn": commit,
-                "lsn": lsn,
-            },
+            "source": src,
             "op": "m",
             "ts_ms": int(time.time() * 1000),
             "message": {"prefix": m.prefix, "content": base64.b64encode(m.content).decode()},
