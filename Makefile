@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv test test-fast torture demo doctor bench lint format lock clean
+.PHONY: venv test test-fast torture demo doctor airflow bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -45,6 +45,10 @@ demo: $(STAMP)
 
 doctor: $(STAMP)
 	$(BIN)/cdc-backfill doctor
+
+# Airflow with this checkout's DAGs and plugin (AIRFLOW_HOME .airflow, no examples); prints URL and login.
+airflow: $(STAMP)
+	$(BIN)/cdc-backfill airflow $(AIRFLOW_ARGS)
 
 # Every figure next to a reference measured in the same run; tables printed, JSON in bench/results/.
 bench: $(STAMP)

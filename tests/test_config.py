@@ -23,10 +23,10 @@ def test_order_explicit_then_env_then_file(monkeypatch: pytest.MonkeyPatch, tmp_
     cfg = tmp_path / "cfg.toml"
     cfg.write_text('[source]\nurl = "postgresql://file@h/db"\n')
     monkeypatch.setenv(config.CONFIG_ENV, str(cfg))
-    assert config.resolve_source() == config.SourceSetting("postgresql://file@h/db", str(cfg))
+    assert config.resolve_source() == config.SourceSetting("postgresql+psycopg2://file@h/db", str(cfg))
     monkeypatch.setenv(config.SOURCE_URL_ENV, "postgresql://env@h/db")
     assert config.resolve_source().origin == config.SOURCE_URL_ENV
-    assert config.resolve_source("postgresql://cli@h/db").url == "postgresql://cli@h/db"
+    assert config.resolve_source("postgresql://cli@h/db").url == "postgresql+psycopg2://cli@h/db"
 
 
 def test_project_config_file(tmp_path: Path) -> None:
@@ -67,3 +67,59 @@ def test_bad_config_file_says_which_and_why(
 )
 def test_mask_url_hides_passwords(url: str, masked: str) -> None:
     assert config.mask_url(url) == masked
+
+
+@pytest.mark.parametrize(
+    ("given", "url"),
+    [
+        ("postgresql://u:pw@h:5432/db", "postgresql+psycopg2://u:pw@h:5432/db"),
+        ("postgres://u@h/db", "postgresql+psycopg2://u@h/db"),  # Airflow's URIs and many tools
+        ("POSTGRESQL://u@h/db", "postgresql+psycopg2://u@h/db"),
+        ("postgresql+psycopg2://u@h/db?sslmode=require", "postgresql+psycopg2://u@h/db?sslmode=require"),
+        ("  postgresql://u@h/db\n", "postgresql+psycopg2://u@h/db"),  # pasted with blanks
+        ("mssql://sa:pw@h:1433/db", "mssql+pymssql://sa:pw@h:1433/db"),
+        ("sqlserver://sa@h/db", "mssql+pymssql://sa@h/db"),
+    ],
+)
+def test_every_way_of_writing_a_url_gets_an_installed_driver(given: str, url: str) -> None:
+    assert config.sqlalchemy_url(given) == url
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("redis://h:6379", "unsupported database URL scheme 'redis://'; supported: postgresql://"),
+        ("jdbc:postgresql://h:5432/db", "a JDBC URL is not supported"),
+        ("host=h dbname=db user=u", "not a database URL (a libpq key=value string?)"),
+        ("h:5432/db", "not a database URL"),
+        (
+            "postgresql+nosuchdriver://u@h/db",
+            "'nosuchdriver' of 'postgresql+nosuchdriver://' is not installed",
+        ),
+    ],
+)
+def test_a_url_that_cannot_work_is_one_clear_line(given: str, message: str) -> None:
+    with pytest.raises(config.ConfigError) as err:
+        config.sqlalchemy_url(given)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_missing_driver_names_the_url_that_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_driver_installed", lambda module: module != "psycopg")
+    with pytest.raises(config.ConfigError, match=r"write postgresql:// \(uses psycopg2"):
+        config.sqlalchemy_url("postgresql+psycopg://u@h/db")
+
+
+def test_a_bad_url_says_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(config.SOURCE_URL_ENV, "mongodb://secret:pw@h/db")
+    with pytest.raises(config.ConfigError, match=r"mongodb.*\(from CDC_BACKFILL_SOURCE_URL\)"):
+        config.resolve_source()
+
+
+def test_no_source_names_every_way_to_give_one(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as err:
+        config.require_source_url()
+    text = str(err.value)
+    assert "--source postgresql://" in text and config.SOURCE_URL_ENV in text
+    assert str(tmp_path / "project" / "cdc_backfill.toml") in text

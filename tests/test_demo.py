@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from cdc_backfill.demo import TABLES, Figures, seed_sql, summary_rows
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cdc_backfill.demo import TABLES, Figures, cli_path, next_commands, seed_sql, summary_rows
+from tests.support.output import spark_info_lines
 
 
 def test_seed_fills_both_tables_with_half_the_rows_each() -> None:
@@ -24,3 +32,35 @@ def test_summary_says_verified_only_when_every_range_is_equal() -> None:
     assert lines[f"verify {TABLES[0]}"].startswith("equal: 16/16")
     assert lines[f"verify {TABLES[1]}"].startswith("DIFFERENT: 15/16")
     assert lines["total time"] == "6.0 s"
+
+
+def test_the_closing_commands_name_this_venv_and_the_state_folder(tmp_path: Path) -> None:
+    assert cli_path(tmp_path / ".venv" / "bin" / "python", tmp_path) == ".venv/bin/cdc-backfill"
+    assert cli_path(Path("/opt/my venv/bin/python"), tmp_path) == "'/opt/my venv/bin/cdc-backfill'"
+    cmds = [c for c, _ in next_commands(".venv/bin/cdc-backfill", Path(".cdc/demo/state"), with_make=True)]
+    assert cmds[0] == ".venv/bin/cdc-backfill state --state .cdc/demo/state"
+    assert cmds[-1] == "make airflow"
+    assert "duckdb -c" not in " ".join(cmds)
+    assert "make airflow" not in [c for c, _ in next_commands("x", Path("s"), with_make=False)]
+
+
+@pytest.mark.slow
+@pytest.mark.pg
+@pytest.mark.spark
+def test_demo_shows_only_its_own_steps_and_every_command_it_prints_runs(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", "demo", "--rows", "4000", "--folder", "demo"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert not spark_info_lines(out), out
+    assert "low watermark written" not in out  # the chunk log is in demo.log, and with -v
+    assert "low watermark written" in (tmp_path / "demo" / "demo.log").read_text()
+    assert "public.customers: done in" in res.stderr  # the reconcile's steps
+    printed = res.stdout.split("\nNext:\n", 1)[1].splitlines()[::2]
+    assert len(printed) == 3, res.stdout  # not in a checkout: no `make airflow`
+    for cmd in printed:
+        ran = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, f"{cmd}\n{ran.stdout}{ran.stderr}"
+        assert "(" in ran.stdout.splitlines()[-1]  # "(n rows)"

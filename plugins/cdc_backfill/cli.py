@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from cdc_backfill import __version__
+from cdc_backfill.logs import setup_logging
 
 log = logging.getLogger("cdc_backfill")
 
@@ -57,30 +57,71 @@ def _cmd_events_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from cdc_backfill.doctor import render, run_checks, to_json
+    from cdc_backfill.doctor import healthy, render, run_checks, to_json
 
     checks = run_checks(source=args.source, fix=args.fix)
     print(to_json(checks) if args.json else render(checks))
-    return 0 if all(c.ok for c in checks) else 1
+    return 0 if healthy(checks) else 1
 
 
 def _cmd_reconcile(args: argparse.Namespace) -> int:
     import shlex
     import subprocess
 
-    from cdc_backfill.spark.submit import reconcile_command
+    from cdc_backfill.spark.submit import reconcile_command, submit_environ
 
-    cmd = reconcile_command(args.landing, args.state, args.collections, master=args.master)
+    if "://" not in args.landing and not Path(args.landing).is_dir():
+        print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder the capture and "
+              "snapshots write to)", file=sys.stderr)  # fmt: skip
+        return 2
+    cmd = reconcile_command(
+        args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
+        signal_collection=args.signal_table,
+    )  # fmt: skip
     if args.print_command:
         print(shlex.join(cmd))
         return 0
-    return subprocess.run(cmd, check=False).returncode
+    # spark-submit merges the job's stderr into its stdout: its step lines go back to stderr, and stdout
+    # carries only the run summary (one JSON line), as a script reading it expects
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=submit_environ(args.master))
+    summary = None
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if is_summary_line(line):
+            summary = line
+        else:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+    code = proc.wait()
+    if summary is not None:
+        sys.stdout.write(summary)
+    return code
+
+
+def is_summary_line(line: str) -> bool:
+    """The reconcile job's run summary: one JSON object with its counts (pure)."""
+    import json
+
+    if not line.startswith("{"):
+        return False
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and "events" in doc and "collections" in doc
+
+
+def _cmd_airflow(args: argparse.Namespace) -> int:
+    from cdc_backfill.runtime import project_root
+    from cdc_backfill.standalone import run_standalone
+
+    return run_standalone(project_root(), port=args.port, host=args.host, verbose=args.verbose)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from cdc_backfill.demo import run_demo
 
-    return run_demo(Path(args.folder), rows=args.rows, readers=args.readers)
+    return run_demo(Path(args.folder), rows=args.rows, readers=args.readers, verbose=args.verbose)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_verify_parser(sub)
 
+    from cdc_backfill.cli_state import add_state_parser
+
+    add_state_parser(sub)
+
     demo = sub.add_parser(
         "demo",
         help="the whole product on this machine: embedded PostgreSQL, writer, capture, snapshot, "
@@ -166,6 +211,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--readers", type=int, default=2, help="snapshot readers (2)")
     demo.set_defaults(func=_cmd_demo)
 
+    air = sub.add_parser(
+        "airflow",
+        help="start Airflow (standalone) with this checkout's DAGs and plugin; `make airflow` runs it",
+        description="airflow standalone with the project's dags/ and plugins/, no example DAGs, AIRFLOW_HOME "
+        ".airflow, spark_default and (when a source is configured) cdc_source wired; prints the URL "
+        "and the login. Any AIRFLOW_* variable you set wins. Ctrl-C stops it.",
+        epilog="examples:\n  make airflow\n  cdc-backfill airflow --port 8081\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    air.add_argument("--port", type=int, default=8080, help="the UI's port (default 8080)")
+    air.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    air.set_defaults(func=_cmd_airflow)
+
     rec = sub.add_parser(
         "reconcile",
         help="rebuild each collection's state from the landed stream and READ chunks (Spark)",
@@ -178,6 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--collections", nargs="*", metavar="COLLECTION")
     rec.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     rec.add_argument(
+        "--signal-table",
+        default="public.cdc_signal",
+        metavar="SCHEMA.TABLE",
+        help="the signal table whose watermarks bound the windows (default public.cdc_signal)",
+    )
+    rec.add_argument(
         "--print-command", action="store_true", help="print the spark-submit command, run nothing"
     )
     rec.set_defaults(func=_cmd_reconcile)
@@ -186,15 +250,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else os.environ.get("CDC_BACKFILL_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging(args.verbose)
     from cdc_backfill.runtime import apply_defaults
 
     apply_defaults()
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.verbose:
+            raise
+        # Bad input and unreachable servers end in one line, never a traceback (-v shows it).
+        print(f"cdc-backfill {args.command}: {error_line(exc)}", file=sys.stderr)
+        return error_status(exc)
+
+
+def error_line(exc: BaseException) -> str:
+    """One line saying what went wrong (pure: tested with the exceptions users meet)."""
+    from cdc_backfill.config import ConfigError, mask_url
+
+    if isinstance(exc, ConfigError):
+        return str(exc)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    name = type(exc).__name__
+    if name == "OperationalError":  # SQLAlchemy's and psycopg2's: the server was not reached
+        detail = first.removeprefix("(psycopg2.OperationalError) ")
+        return f"cannot reach the source: {mask_url(detail)} (check the URL, the server and the network)"
+    return f"{name}: {mask_url(first)} (run with -v for the details)"
+
+
+def error_status(exc: BaseException) -> int:
+    """2 for bad input, 3 for a source that cannot be reached, 1 for anything else."""
+    from cdc_backfill.config import ConfigError
+
+    if isinstance(exc, ConfigError):
+        return 2
+    return 3 if type(exc).__name__ == "OperationalError" else 1
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdc_backfill.config import mask_url, require_source_url
+from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ printed), 3 the source cannot be reached. --ranges: 1 to {MAX_RANGES:,}.
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    import sqlalchemy as sa
     from sqlalchemy.exc import OperationalError
 
     from cdc_backfill.verify import VerifyError
@@ -62,7 +61,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if not current.exists():
         print(f"cannot verify: no state at {current} (run `cdc-backfill reconcile` first)", file=sys.stderr)
         return 2
-    engine = sa.create_engine(url, pool_pre_ping=True)
+    engine = source_engine(url, pool_pre_ping=True)
     try:
         source = read_source(engine, args.collection, args.ranges)
     except VerifyError as exc:

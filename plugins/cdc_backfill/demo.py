@@ -11,20 +11,25 @@ Only the entry point does I/O; the SQL and the summary are built by small functi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
+import shlex
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+
+from cdc_backfill.config import source_engine
+from cdc_backfill.runtime import project_root
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +57,7 @@ class DemoWriter:
     during the whole snapshot on a small machine."""
 
     def __init__(self, url: str, rows: int, seed: int = 7, per_second: float = 400.0) -> None:
-        self.engine = sa.create_engine(url, pool_size=1)
+        self.engine = source_engine(url, pool_size=1)
         self.rng = random.Random(seed)
         self.rows = rows
         self.pause = 1.0 / per_second
@@ -188,11 +193,80 @@ def summary_rows(f: Figures) -> list[tuple[str, str]]:
     return lines
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cdc_backfill.cli", *args], capture_output=True, text=True)
+def _cli(*args: str, stderr: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", *args], stdout=subprocess.PIPE, stderr=stderr, text=True
+    )
 
 
-def run_demo(folder: Path, rows: int = 200_000, readers: int = 2, chunk_size: int = 4096) -> int:
+def cli_path(executable: Path, cwd: Path) -> str:
+    """How the user runs this venv's ``cdc-backfill`` from ``cwd``: ``.venv/bin/cdc-backfill`` in a
+    checkout, else its whole path (pure)."""
+    script = executable.parent / "cdc-backfill"
+    try:
+        return str(script.relative_to(cwd))
+    except ValueError:
+        return shlex.quote(str(script))
+
+
+def next_commands(cli: str, state: Path, with_make: bool) -> list[tuple[str, str]]:
+    """(command, what it shows) printed at the end of the demo; each runs as printed (pure)."""
+    st = shlex.quote(str(state))
+    cmds = [
+        (f"{cli} state --state {st}", "each collection: rows, version, stream position"),
+        (f"{cli} state --state {st} public.order_lines --limit 5", "a collection's first rows"),
+        (
+            f'{cli} state --state {st} --sql "SELECT tier, count(*) AS customers FROM customers GROUP BY 1 ORDER BY 1"',
+            "any SQL over the state (DuckDB)",
+        ),
+    ]
+    if with_make:
+        cmds.append(("make airflow", "the Airflow UI with this project's DAGs (Ctrl-C stops it)"))
+    return cmds
+
+
+@contextlib.contextmanager
+def quiet_console(log_file: Path, verbose: bool) -> Iterator[None]:
+    """The engine's and the capture's step log (a line per chunk) goes to ``log_file``; the terminal
+    keeps the progress display and warnings. With ``verbose`` the terminal gets everything too."""
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    console = [
+        h
+        for h in root.handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
+    levels = [h.level for h in console]
+    project = logging.getLogger("cdc_backfill")
+    project_level = project.level
+    root.addHandler(handler)
+    project.setLevel(logging.DEBUG if verbose else logging.INFO)
+    if not verbose:
+        for h in console:
+            h.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+        project.setLevel(project_level)
+        for h, level in zip(console, levels, strict=True):
+            h.setLevel(level)
+
+
+def run_demo(
+    folder: Path, rows: int = 200_000, readers: int = 2, chunk_size: int = 4096, verbose: bool = False
+) -> int:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    with quiet_console(folder / "demo.log", verbose):
+        return _run_demo(folder, rows, readers, chunk_size, verbose)
+
+
+def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: bool) -> int:
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
@@ -205,16 +279,13 @@ def run_demo(folder: Path, rows: int = 200_000, readers: int = 2, chunk_size: in
     from cdc_backfill.snapshot.status import render, summarize
 
     console = Console()
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
     landing, state = folder / "landing", folder / "state"
     f = Figures(rows=rows)
     t0 = time.monotonic()
     pg = EmbeddedPostgres(folder / "postgres", settings={"max_wal_size": "1GB"}).start()
     try:
         url = pg.url
-        engine = sa.create_engine(url)
+        engine = source_engine(url)
         with engine.begin() as conn:
             for stmt in [*SCHEMA_SQL, *seed_sql(rows)]:
                 conn.execute(sa.text(stmt))
@@ -264,16 +335,21 @@ def run_demo(folder: Path, rows: int = 200_000, readers: int = 2, chunk_size: in
         )
 
         t2 = time.monotonic()
-        res = _cli("reconcile", "--landing", str(landing), "--state", str(state), "--master", "local[2]")
+        console.print("[bold]4.[/] reconcile (Spark): its steps follow")
+        # its progress lines go straight to the terminal; the summary is its last stdout line
+        verbosity = ("-v",) if verbose else ()
+        res = _cli(*verbosity, "reconcile", "--landing", str(landing), "--state", str(state), "--master",
+                   "local[2]", stderr=None)  # fmt: skip
         if res.returncode != 0:
-            console.print(res.stderr[-3000:])
+            console.print(f"reconcile failed (exit {res.returncode}); see its lines above")
             return 1
         f.reconcile = json.loads(res.stdout.strip().splitlines()[-1])
         f.seconds["reconcile"] = time.monotonic() - t2
-        console.print(f"[bold]4.[/] reconcile: state written to {state}")
+        console.print(f"    state written to {state}")
 
         t3 = time.monotonic()
         for coll in TABLES:
+            console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
             res = _cli("verify", "--source", url, "--state", str(state), "--collection", coll, "--json",
                        "--master", "local[2]")  # fmt: skip
             if res.returncode not in (0, 1):
@@ -293,10 +369,11 @@ def run_demo(folder: Path, rows: int = 200_000, readers: int = 2, chunk_size: in
     console.print(table)
     (folder / "summary.json").write_text(json.dumps(f.__dict__, indent=2, default=str))
     console.print(
-        f"\nQuery the state:  duckdb -c \"SELECT tier, count(*) FROM '{state}/public.customers/current/*.parquet' GROUP BY 1\"\n"
-        f"Artifacts: {folder} (landing/: stream and READ chunks, state/: versions and run summaries)\n"
-        "Through Airflow: `make airflow` or `airflow standalone` with AIRFLOW_HOME=.airflow, then trigger "
-        "cdc_incremental_snapshot from the UI form with the collections above."
+        f"\nArtifacts: {folder} (landing/: stream and READ chunks, state/: versions and run summaries, "
+        "demo.log: every chunk's steps)\nNext:"
     )
+    with_make = (Path.cwd() / "Makefile").is_file() and Path.cwd() == project_root()
+    for cmd, what in next_commands(cli_path(Path(sys.executable), Path.cwd()), state, with_make):
+        console.print(f"  {cmd}\n      {what}", highlight=False, markup=False, soft_wrap=True)
     ok = all(v["all_equal"] for v in f.verified.values()) and len(f.verified) == len(TABLES)
     return 0 if ok else 1

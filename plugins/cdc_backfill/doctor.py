@@ -28,6 +28,12 @@ class Check:
     detail: str
     fix: str = ""
     seconds: float = 0.0
+    # not a failure: a part the user has not set up yet (``fix`` is the one command that does it)
+    setup_needed: bool = False
+
+    @property
+    def status(self) -> str:
+        return "OK" if self.ok else "NOT SET UP" if self.setup_needed else "FAIL"
 
 
 def timed(part: str, fn: Callable[[], Check]) -> Check:
@@ -37,7 +43,14 @@ def timed(part: str, fn: Callable[[], Check]) -> Check:
     except Exception as exc:  # a check must report, never crash the doctor
         log.debug("check %s failed", part, exc_info=True)
         result = Check(part, False, f"{type(exc).__name__}: {exc}", "see the error above")
-    return Check(result.part, result.ok, result.detail, result.fix, round(time.monotonic() - t0, 1))
+    return Check(
+        result.part,
+        result.ok,
+        result.detail,
+        result.fix,
+        round(time.monotonic() - t0, 1),
+        result.setup_needed,
+    )
 
 
 def check_python() -> Check:
@@ -141,8 +154,9 @@ def check_airflow(fix: bool = False) -> Check:
         return Check(
             "Airflow",
             False,
-            f"metadata DB not migrated (AIRFLOW_HOME={home})",
-            "cdc-backfill doctor --fix (runs `airflow db migrate`)",
+            f"not set up yet: no migrated metadata DB in AIRFLOW_HOME={home}",
+            "`make airflow` starts Airflow and creates it (or `cdc-backfill doctor --fix` only creates it)",
+            setup_needed=True,
         )
     tail = (err.splitlines() or ["no output"])[-1]
     return Check("Airflow", False, tail, "see the error above")
@@ -162,8 +176,8 @@ def render(checks: list[Check]) -> str:
     """A plain table (no colours) so it reads the same in a terminal, a log and CI output."""
     rows = [("part", "status", "seconds", "detail / fix")]
     for c in checks:
-        text = c.detail if c.ok else f"{c.detail} -> FIX: {c.fix}"
-        rows.append((c.part, "OK" if c.ok else "FAIL", f"{c.seconds:.1f}", text))
+        text = c.detail if c.ok else f"{c.detail} -> {'NEXT' if c.setup_needed else 'FIX'}: {c.fix}"
+        rows.append((c.part, c.status, f"{c.seconds:.1f}", text))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = []
     for i, r in enumerate(rows):
@@ -171,9 +185,16 @@ def render(checks: list[Check]) -> str:
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 12)
     ok = sum(c.ok for c in checks)
-    lines.append(f"{ok} of {len(checks)} parts OK (project: {project_root()})")
+    todo = sum(c.setup_needed and not c.ok for c in checks)
+    later = f", {todo} not set up yet" if todo else ""
+    lines.append(f"{ok} of {len(checks)} parts OK{later} (project: {project_root()})")
     return "\n".join(lines)
 
 
 def to_json(checks: list[Check]) -> str:
-    return json.dumps([asdict(c) for c in checks], indent=2)
+    return json.dumps([{**asdict(c), "status": c.status} for c in checks], indent=2)
+
+
+def healthy(checks: list[Check]) -> bool:
+    """No part failed (parts not set up yet are not failures)."""
+    return all(c.ok or c.setup_needed for c in checks)

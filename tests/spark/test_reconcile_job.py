@@ -24,9 +24,18 @@ def test_submit_command_is_plain_data() -> None:
         "lake/", "state/", ["public.orders"], master="spark://h:7077", conf={"spark.executor.memory": "4g"}
     )
     assert cmd[:5] == ["spark-submit", "--master", "spark://h:7077", "--name", "cdc_backfill_reconcile"]
-    assert cmd[5:7] == ["--conf", "spark.executor.memory=4g"]
-    assert cmd[7].endswith("spark_jobs/reconcile.py")
-    assert cmd[8:] == ["--landing", "lake/", "--state", "state/", "--collections", "public.orders"]
+    # Spark's own log at WARN unless detail is asked for (spark.log4j)
+    assert cmd[5] == "--driver-java-options" and cmd[6].startswith("-Dlog4j2.configurationFile=file:")
+    assert cmd[7:9] == ["--conf", "spark.executor.memory=4g"]
+    assert cmd[9].endswith("spark_jobs/reconcile.py")
+    assert cmd[10:] == ["--landing", "lake/", "--state", "state/", "--collections", "public.orders"]
+
+
+def test_submit_command_with_detail_leaves_spark_its_own_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CDC_BACKFILL_SPARK_LOG_LEVEL", "INFO")
+    cmd = reconcile_command("lake/", "state/", verbose=True, signal_collection="ops.signals")
+    assert "--driver-java-options" not in cmd
+    assert cmd[-3:] == ["--signal-collection", "ops.signals", "--verbose"]
 
 
 def run_reconcile(landing: Path, state: Path) -> dict:

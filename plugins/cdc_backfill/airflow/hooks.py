@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from cdc_backfill.config import mask_url, resolve_source
+from cdc_backfill.config import mask_url, resolve_source, source_engine, sqlalchemy_url
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -22,27 +22,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Airflow connection URIs name PostgreSQL "postgres://" (conn_type "postgres"); SQLAlchemy wants a
-# dialect+driver. The other sources follow the same rule.
-_SCHEMES = {
-    "postgres": "postgresql+psycopg2",
-    "postgresql": "postgresql+psycopg2",
-    "mssql": "mssql+pymssql",
-    "oracle": "oracle+oracledb",
-    "mysql": "mysql+pymysql",
-}
-
 
 class SourceNotConfigured(RuntimeError):
     """Neither a connection id nor the project's configuration names the source."""
-
-
-def sqlalchemy_url_from_airflow_uri(uri: str) -> str:
-    """``postgres://u:p@h:5432/db`` -> ``postgresql+psycopg2://u:p@h:5432/db`` (pure)."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
-        raise ValueError(f"not a connection URI: {uri.split('@')[-1]}")
-    return f"{_SCHEMES.get(scheme, scheme)}://{rest}"
 
 
 class CdcSourceHook(BaseHook):
@@ -66,7 +48,7 @@ class CdcSourceHook(BaseHook):
     def get_source_url(self) -> str | None:
         if self.source_conn_id:
             conn = self.get_connection(self.source_conn_id)
-            return sqlalchemy_url_from_airflow_uri(conn.get_uri())
+            return sqlalchemy_url(conn.get_uri())
         setting = resolve_source()
         return setting.url if setting else None
 
@@ -160,7 +142,7 @@ class CdcSourceHook(BaseHook):
         from cdc_backfill.airflow.plans import FENCE_PREFIX
         from cdc_backfill.events.positions import pg_lsn
 
-        engine = sa.create_engine(self.require_source_url())
+        engine = source_engine(self.require_source_url())
         try:
             with engine.begin() as conn:
                 lsn = conn.execute(

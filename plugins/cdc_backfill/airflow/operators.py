@@ -21,10 +21,16 @@ from cdc_backfill.airflow.hooks import CdcSourceHook, SourceNotConfigured
 
 def prepare_runtime(context: Context | None = None) -> None:
     """``pre_execute`` of tasks that start Java or Spark: the embedded defaults (JAVA_HOME, SPARK_HOME,
-    the venv's bin on PATH for spark-submit) in the worker, without overwriting what is set."""
+    the venv's bin on PATH for spark-submit) in the worker, without overwriting what is set; Spark's
+    JVM log at WARN (the task log shows the job's own steps, not hundreds of INFO lines)."""
+    import os
+
     from cdc_backfill.runtime import apply_defaults
+    from cdc_backfill.spark.log4j import driver_java_options
 
     apply_defaults()
+    # spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM in client mode
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options())
 
 
 def _refuse(exc: Exception) -> AirflowFailException:

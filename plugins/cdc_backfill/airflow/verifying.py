@@ -19,10 +19,10 @@ def verify_collections(
 
     A collection that cannot be verified (no state yet, columns that differ) raises VerifyError.
     """
-    import sqlalchemy as sa
     from pyspark.sql import SparkSession
 
     from cdc_backfill.cli_verify import compare_with_state
+    from cdc_backfill.config import source_engine
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.verify import VerifyError
     from cdc_backfill.verify.compare import render
@@ -30,7 +30,7 @@ def verify_collections(
 
     existing = SparkSession.getActiveSession()
     spark = build_session("cdc_backfill_verify", master=master)  # reused by each comparison below
-    engine = sa.create_engine(url, pool_pre_ping=True)
+    engine = source_engine(url, pool_pre_ping=True)
     reports = []
     try:
         for collection in collections:

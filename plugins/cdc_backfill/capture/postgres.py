@@ -34,7 +34,7 @@ from sqlalchemy.engine import make_url
 
 from cdc_backfill import __version__
 from cdc_backfill.capture.landing import SCHEMA_DIR, LandingWriter, landed_position, write_atomically
-from cdc_backfill.config import mask_url
+from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.fastpath import column_kind, encode_tuple
@@ -305,7 +305,7 @@ class PostgresCapture:
         self.signal_table = signal_table
         self.writer = LandingWriter(self.landing, roll_bytes, roll_seconds)
         self.stats = CaptureStats()
-        self.engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+        self.engine = source_engine(url, isolation_level="AUTOCOMMIT")
         self.db = make_url(url).database or ""
         self._relations: dict[int, RelInfo] = {}
         self._stop = False
@@ -620,7 +620,7 @@ class _TxnState:
 
 def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> dict[str, Any]:
     """Slot lag, last confirmed LSN, and what the landing zone holds."""
-    engine = sa.create_engine(url)
+    engine = source_engine(url)
     try:
         with engine.connect() as conn:
             row = conn.execute(

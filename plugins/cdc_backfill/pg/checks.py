@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from cdc_backfill.config import source_engine
+
 
 @dataclass(frozen=True)
 class LogicalReadiness:
@@ -21,7 +23,7 @@ class LogicalReadiness:
 
 def check_logical_decoding(url: str, *, try_slot: bool = True) -> LogicalReadiness:
     """Connect, read the version and ``wal_level``, and create then drop a temporary pgoutput slot."""
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=False)
+    engine = source_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=False)
     try:
         with engine.connect() as conn:
             version = conn.execute(sa.text("SHOW server_version")).scalar_one()

@@ -198,7 +198,7 @@ class EmbeddedPostgres:
                     os.chown(os.path.join(dirpath, f), entry.pw_uid, entry.pw_gid)
 
     def _initdb(self) -> None:
-        log.info("initdb %s", self.data_dir)
+        log.debug("initdb %s", self.data_dir)
         res = self._run(
             [
                 str(self.bin_dir / "initdb"),
@@ -245,7 +245,7 @@ class EmbeddedPostgres:
             )
         self.started = True
         atexit.register(self.stop)
-        log.info("embedded PostgreSQL on 127.0.0.1:%s started in %.1fs", self.port, time.monotonic() - t0)
+        log.debug("embedded PostgreSQL on 127.0.0.1:%s started in %.1fs", self.port, time.monotonic() - t0)
         return self
 
     def stop(self, remove: bool | None = None) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from cdc_backfill.config import mask_url
+from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
 from cdc_backfill.signals.model import ENGINE_TYPES, Signal, SignalError, check_row_limits
 from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name, utc_now
@@ -53,7 +53,7 @@ class SignalStore:
 
     def __init__(self, url: str, signal_table: str | None = None, engine: sa.Engine | None = None) -> None:
         self.url = url
-        self.engine = engine or sa.create_engine(url, pool_pre_ping=True)
+        self.engine = engine or source_engine(url, pool_pre_ping=True)
         self.dialect = self.engine.dialect.name
         schema, name = split_name(signal_table or SIGNAL_TABLE)
         self.schema = schema or DEFAULT_SCHEMAS.get(self.dialect)

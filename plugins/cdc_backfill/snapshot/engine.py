@@ -39,6 +39,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.capture.landing import fsync_dir
 from cdc_backfill.capture.postgres import SESSION_OPTIONS, libpq_dsn
+from cdc_backfill.config import source_engine
 from cdc_backfill.pgtypes import PgColumn, arrow_type
 from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
 from cdc_backfill.signals.store import SignalStore
@@ -198,7 +199,7 @@ class SnapshotEngine:
         self.landing = Path(landing)
         self.readers = max(1, readers)
         self.poll_seconds = poll_seconds
-        self.engine = sa.create_engine(
+        self.engine = source_engine(
             url, connect_args={"options": SESSION_OPTIONS}, pool_size=self.readers + 2
         )
         self.dialect = self.engine.dialect.name

@@ -41,6 +41,19 @@ def read_new_events(spark: SparkSession, landing: Path, files: Sequence[str]) ->
     return native_landing_events(spark, paths)
 
 
+def untyped_counts(
+    parsed: DataFrame, typed: Sequence[str], scope: Sequence[str] | None
+) -> list[tuple[str, str, int]]:
+    """(file, collection, events) of row events whose collection nothing types (the signal table and
+    ``typed`` left out; only collections in ``scope`` when one is given). Small: files x collections."""
+    rows = F.col("quarantine_reason").isNull() & F.col("op").isin("c", "u", "d", "r", "t")
+    rows &= ~F.col("collection").isin(list(typed))
+    if scope is not None:
+        rows &= F.col("collection").isin(list(scope))
+    counted = parsed.where(rows).groupBy("file", "collection").count().collect()
+    return [(r["file"], r["collection"], r["count"]) for r in counted]
+
+
 @dataclass(frozen=True)
 class RunFrames:
     carry: DataFrame | None

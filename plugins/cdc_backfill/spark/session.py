@@ -11,6 +11,7 @@ import os
 from pyspark.sql import SparkSession
 
 from cdc_backfill.runtime import apply_defaults
+from cdc_backfill.spark.log4j import spark_log_level, with_driver_java_options
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dic
     if master is None or master.startswith("local"):
         conf.update(LOCAL_CONF)
     conf.update(extra or {})
-    return conf
+    return with_driver_java_options(conf)
 
 
 def build_session(
@@ -43,10 +44,12 @@ def build_session(
     # py4j logs at INFO from finalizers at interpreter exit, after pytest/logging closed the streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see spark.submit.submit_environ
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in session_conf(master, conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("CDC_BACKFILL_SPARK_LOG_LEVEL", "WARN"))
+    spark.sparkContext.setLogLevel(spark_log_level())
     log.info("Spark %s session on %s", spark.version, master)
     return spark

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 from pathlib import Path
@@ -22,31 +21,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from cdc_backfill.capture.landing import write_atomically
+from cdc_backfill.layout import CURRENT, LOG, collection_dir, current_path, read_log, versions
 from cdc_backfill.reconcile.runs import CARRY_DIR, META_FILE
 
-CURRENT = "current"
-LOG = "_log.json"
-_VERSION_RE = re.compile(r"^v(\d{6})$")
-
-
-def collection_dir(state: Path, collection: str) -> Path:
-    return Path(state) / collection
-
-
-def versions(folder: Path) -> list[int]:
-    if not folder.is_dir():
-        return []
-    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _VERSION_RE.match(p.name)))
-
-
-def current_path(state: Path, collection: str) -> Path | None:
-    link = collection_dir(state, collection) / CURRENT
-    return link if link.exists() else None
-
-
-def read_log(folder: Path) -> list[dict[str, Any]]:
-    path = folder / LOG
-    return json.loads(path.read_text()) if path.exists() else []
+__all__ = ["current_path", "read_log", "write_version"]
 
 
 def write_version(

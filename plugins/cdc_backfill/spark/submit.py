@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 
 from cdc_backfill.runtime import project_root
+from cdc_backfill.spark.log4j import driver_java_options
 
 
 def reconcile_command(
@@ -14,12 +16,30 @@ def reconcile_command(
     master: str = "local[*]",
     conf: dict[str, str] | None = None,
     spark_submit: str = "spark-submit",
+    verbose: bool = False,
+    signal_collection: str | None = None,
 ) -> list[str]:
     job = project_root() / "spark_jobs" / "reconcile.py"
     cmd = [spark_submit, "--master", master, "--name", "cdc_backfill_reconcile"]
+    java_options = driver_java_options()
+    if java_options:
+        cmd += ["--driver-java-options", java_options]
     for key, value in sorted((conf or {}).items()):
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(job), "--landing", landing, "--state", state]
     if collections:
         cmd += ["--collections", *collections]
+    if signal_collection:
+        cmd += ["--signal-collection", signal_collection]
+    if verbose:
+        cmd.append("--verbose")
     return cmd
+
+
+def submit_environ(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a spark-submit: a local master binds to the loopback address (else Spark
+    warns that the host name resolves to one, on every run)."""
+    env = dict(os.environ if environ is None else environ)
+    if master.startswith("local"):
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env

@@ -1,0 +1,62 @@
+"""Spark's own (JVM) logging: warnings only, unless the user asks for detail (pure; no pyspark import).
+
+Spark's default log4j2 profile logs at INFO to stderr: hundreds of ``INFO BlockManager ...`` lines per
+job, before the job's one summary line. Every entry point that starts a JVM (the session builder, the
+spark-submit command lines) points log4j2 at the file below instead; ``-v`` leaves Spark's default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+QUIET_LOG4J2 = """\
+# cdc_backfill: Spark's log at WARN on stderr (the default profile logs INFO)
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+# "Unable to load native-hadoop library": harmless, and on every start
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+"""
+
+
+def quiet_log4j2_file() -> Path:
+    """The quiet configuration as a file (written once per content, atomically, in the temp folder)."""
+    digest = hashlib.sha256(QUIET_LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"cdc_backfill-log4j2-{digest}.properties"
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(QUIET_LOG4J2, encoding="utf-8")
+        os.replace(tmp, path)
+    return path
+
+
+SPARK_LOG_LEVEL_ENV = "CDC_BACKFILL_SPARK_LOG_LEVEL"  # WARN by default; `-v` sets INFO
+_DETAILED = {"INFO", "DEBUG", "TRACE", "ALL"}
+
+
+def spark_log_level() -> str:
+    return os.environ.get(SPARK_LOG_LEVEL_ENV, "WARN").upper()
+
+
+def driver_java_options() -> str:
+    """``-Dlog4j2.configurationFile=...`` for the driver JVM, or nothing when detail was asked for."""
+    if spark_log_level() in _DETAILED:
+        return ""
+    return f"-Dlog4j2.configurationFile=file:{quiet_log4j2_file()}"
+
+
+def with_driver_java_options(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the quiet log configuration added to ``spark.driver.extraJavaOptions``."""
+    option = driver_java_options()
+    if not option:
+        return conf
+    key = "spark.driver.extraJavaOptions"
+    return {**conf, key: f"{conf[key]} {option}" if conf.get(key) else option}

@@ -1,0 +1,1 @@
+"""Helpers shared by tests: imported from here, never from another test module."""

@@ -1,0 +1,59 @@
+"""No traceback reaches a user from bad input: one line, a non-zero exit (``-v`` shows the traceback)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_backfill.cli import error_line, error_status, is_summary_line, main
+from cdc_backfill.config import ConfigError
+from tests.support.output import spark_info_lines
+
+
+class OperationalError(Exception):
+    """Stands for SQLAlchemy's and psycopg2's, which the CLI tells apart by name."""
+
+
+def test_error_lines() -> None:
+    assert error_line(ConfigError("unsupported database URL scheme 'x://'")) == (
+        "unsupported database URL scheme 'x://'"
+    )
+    unreachable = OperationalError(
+        '(psycopg2.OperationalError) connection to server at "h" (1.2.3.4), port 1 failed: refused\n'
+        "\tIs the server running on that host?\n(Background on this error at: https://sqlalche.me/e/20/e3q8)"
+    )
+    assert error_line(unreachable) == (
+        'cannot reach the source: connection to server at "h" (1.2.3.4), port 1 failed: refused '
+        "(check the URL, the server and the network)"
+    )
+    assert error_line(KeyError("postgresql://u:pw@h/db")) == (
+        "KeyError: 'postgresql://u:***@h/db' (run with -v for the details)"
+    )
+    assert [error_status(e) for e in (ConfigError("x"), unreachable, KeyError("k"))] == [2, 3, 1]
+
+
+def test_a_bad_url_in_the_environment_stops_every_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", "mysql+nodriver://u:secret@h/db")
+    assert main(["snapshot", "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cdc-backfill snapshot: the database driver 'nodriver'")
+    assert "(from CDC_BACKFILL_SOURCE_URL)" in err and "secret" not in err and err.count("\n") == 1
+
+
+def test_verbose_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", "nope://h")
+    with pytest.raises(ConfigError):
+        main(["-v", "snapshot", "status"])
+
+
+def test_the_reconcile_summary_is_told_from_its_step_lines() -> None:
+    assert is_summary_line('{"events": 3, "quarantined": 0, "collections": {}}\n')
+    assert not is_summary_line("21:12:33 reading 1 new stream files\n")
+    assert not is_summary_line('{"something": "else"}\n')
+    assert not is_summary_line("{not json\n")
+
+
+def test_spark_info_lines_are_told_from_the_project_steps() -> None:
+    text = "25/11/23 21:12:33 INFO BlockManager: stored\n21:12:33 public.t: merging\n21:12:34 WARN Utils: x\n"
+    assert spark_info_lines(text) == ["25/11/23 21:12:33 INFO BlockManager: stored"]

@@ -1,0 +1,116 @@
+"""``cdc-backfill state``: the reconciled state read as a user does (DuckDB over the current versions)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from cdc_backfill import query
+from cdc_backfill.cli import main
+
+
+def write_state(state: Path, collection: str, rows: list[dict], version: int = 1) -> None:
+    """A state folder as the reconcile writes it: a version, the ``current`` link, the log."""
+    folder = state / collection
+    target = folder / f"v{version:06d}"
+    target.mkdir(parents=True)
+    table = pa.Table.from_pylist(
+        [{**r, "_cdc_position": [1, 2], "_cdc_unknown": []} for r in rows],
+        schema=None,
+    )
+    pq.write_table(table, target / "part-0.parquet")
+    link = folder / "current"
+    if link.is_symlink():
+        link.unlink()
+    os.symlink(target.name, link)
+    log = [{"version": version, "rows": len(rows), "position": [1, 2], "rows_with_unknown_columns": 0}]
+    (folder / "_log.json").write_text(json.dumps(log))
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    root = tmp_path / "state"
+    write_state(
+        root,
+        "public.customers",
+        [{"email": f"u{i}@x", "tier": "gold" if i % 2 else "silver"} for i in range(5)],
+    )
+    write_state(root, "public.order_lines", [{"order_id": 1, "line_no": n} for n in range(3)])
+    write_state(root, "audit.customers", [{"email": "a@x", "tier": "gold"}])
+    (root / "_runs").mkdir()
+    return root
+
+
+def test_view_names_add_the_table_name_only_where_it_is_unique() -> None:
+    names = query.view_names(["public.customers", "audit.customers", "public.order_lines"])
+    assert names == {
+        "public.customers": ["public.customers"],
+        "audit.customers": ["audit.customers"],
+        "public.order_lines": ["public.order_lines", "order_lines"],
+    }
+
+
+def test_view_sql_hides_the_bookkeeping_columns() -> None:
+    sql = query.view_sql("public.o'x", Path("/s/public.o'x/v000001"), "o")
+    assert sql == (
+        'CREATE VIEW "o" AS SELECT * EXCLUDE (_cdc_position, _cdc_unknown) '
+        "FROM read_parquet('/s/public.o''x/v000001/*.parquet')"
+    )
+
+
+def test_describe_lists_every_collection_with_a_current_version(state: Path) -> None:
+    result = query.describe(state)
+    assert [r[0] for r in result.rows] == ["audit.customers", "public.customers", "public.order_lines"]
+    assert result.rows[1][1:3] == (5, "v000001")
+
+
+def test_sql_over_full_and_short_names(state: Path) -> None:
+    got = query.run_sql(state, 'SELECT tier, count(*) FROM "public.customers" GROUP BY 1 ORDER BY 1')
+    assert got.columns == ["tier", "count_star()"] and got.rows == [("gold", 2), ("silver", 3)]
+    assert query.run_sql(state, "SELECT count(*) FROM order_lines").rows == [(3,)]
+    assert "_cdc_position" not in query.show(state, "public.customers").columns
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--state", "nowhere"], "no state folder at nowhere"),
+        (["--state", "{state}", "public.nope"], "no state for public.nope in"),
+        (["--state", "{state}", "--sql", "SELEC 1"], "the query failed: Parser Error"),
+        (["--state", "{state}", "--sql", "SELECT * FROM customers"], "the query failed"),  # not unique
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    state: Path,
+    args: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(state.parent)
+    assert main(["state", *[a.format(state=state) for a in args]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cdc-backfill state: ") and message in err and err.count("\n") == 1
+
+
+def test_cli_shows_rows_as_a_table_or_json(state: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["state", "--state", str(state), "public.order_lines", "--limit", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["order_id", "line_no"] and lines[-1] == "(2 rows)"
+    assert (
+        main(
+            ["state", "--state", str(state), "--sql", "SELECT max(line_no) AS top FROM order_lines", "--json"]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out) == {"top": 2}
+
+
+def test_render_cuts_long_values() -> None:
+    text = query.render(query.Result(["v"], [("x" * 50,), (None,)]), width=10)
+    assert text.splitlines()[2] == "x" * 9 + "…" and text.splitlines()[3] == "NULL"
