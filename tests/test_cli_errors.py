@@ -43,6 +43,8 @@ def test_a_bad_url_in_the_environment_stops_every_command(
 
 def test_verbose_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", "nope://h")
+    # -v asks Spark for its INFO log in the processes it starts: not beyond this test
+    monkeypatch.setenv("CDC_BACKFILL_SPARK_LOG_LEVEL", "WARN")
     with pytest.raises(ConfigError):
         main(["-v", "snapshot", "status"])
 

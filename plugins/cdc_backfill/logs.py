@@ -31,12 +31,30 @@ class StepFormatter(logging.Formatter):
         return f"{stamp} {text}"
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record comes (as ``logging.lastResort`` does), so a
+    replaced or captured stderr never leaves it writing to a closed stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self):  # type: ignore[no-untyped-def]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
 def setup_logging(verbose: bool = False) -> None:
-    """Log to stderr: the project's INFO steps and everyone's warnings, or everything with ``verbose``."""
-    handler = logging.StreamHandler(sys.stderr)
+    """Log to stderr: the project's INFO steps and everyone's warnings, or everything with ``verbose``.
+
+    Called again (a second command in one process), it replaces only its own handler."""
     root = logging.getLogger()
-    for old in list(root.handlers):
+    for old in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
         root.removeHandler(old)
+    handler = _StderrHandler()
     root.addHandler(handler)
     project = logging.getLogger("cdc_backfill")
     if verbose:

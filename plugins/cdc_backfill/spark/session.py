@@ -33,7 +33,7 @@ def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dic
     if master is None or master.startswith("local"):
         conf.update(LOCAL_CONF)
     conf.update(extra or {})
-    return with_driver_java_options(conf)
+    return conf
 
 
 def build_session(
@@ -47,7 +47,8 @@ def build_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see spark.submit.submit_environ
     builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in session_conf(master, conf).items():
+    # Spark's JVM log at WARN: the driver runs here whatever the master
+    for key, value in with_driver_java_options(session_conf(master, conf)).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(spark_log_level())
