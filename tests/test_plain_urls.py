@@ -95,6 +95,7 @@ def test_every_source_command_takes_a_plain_postgresql_url(fresh_db: str, tmp_pa
     assert summary["collections"]["public.orders"]["rows"] == 490
     assert not spark_info_lines(res.stderr), res.stderr
     assert "public.orders: done in" in res.stderr
+    assert "session on local[2]" in res.stderr  # spark-submit's --master, not the job's default
 
     report = json.loads(ok(cli(tmp_path, "verify", *src, "--state", "state", "--collection", "public.orders",
                                "--json", "--master", "local[2]")))  # fmt: skip

@@ -36,6 +36,17 @@ def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dic
     return conf
 
 
+def _submitted_master() -> str | None:
+    """The ``--master`` of the spark-submit that started this process, if one did (its gateway is up
+    then): a job's own default must not override it."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # attaches to spark-submit's JVM, whose properties hold --master
+    return SparkConf().get("spark.master", None)
+
+
 def build_session(
     app_name: str = "cdc_backfill", master: str | None = None, conf: dict[str, str] | None = None
 ) -> SparkSession:
@@ -43,7 +54,7 @@ def build_session(
     apply_defaults()
     # py4j logs at INFO from finalizers at interpreter exit, after pytest/logging closed the streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+    master = master or os.environ.get("SPARK_MASTER") or _submitted_master() or "local[*]"
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see spark.submit.submit_environ
     builder = SparkSession.builder.appName(app_name).master(master)
