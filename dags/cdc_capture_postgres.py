@@ -18,6 +18,7 @@ from cdc_backfill.airflow.params import capture_params
 
 @dag(
     dag_id="cdc_capture_postgres",
+    description="Land the PostgreSQL change stream in the landing zone on a schedule (no Debezium needed)",
     schedule=os.environ.get("CDC_BACKFILL_CAPTURE_SCHEDULE", "*/10 * * * *"),
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -17,6 +17,7 @@ from cdc_backfill.airflow.pipeline import snapshot_pipeline
 
 @dag(
     dag_id="cdc_incremental_snapshot",
+    description="Snapshot tables while the source stays live (form: the collections), then reconcile and verify",
     schedule=None,
     catchup=False,
     tags=["cdc_backfill"],

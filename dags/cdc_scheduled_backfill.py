@@ -20,6 +20,7 @@ from cdc_backfill.airflow.schedules import load_schedules, schedules_file
 for entry in load_schedules(schedules_file(Path(__file__).parent)):
     with DAG(
         dag_id=entry.dag_id,
+        description=entry.description or f"Scheduled backfill of {', '.join(entry.collections)}",
         # a run spans its interval (Airflow 3 would otherwise give a cron a point in time, and the
         # condition's interval would be empty)
         schedule=CronDataIntervalTimetable(entry.schedule, timezone="UTC") if entry.schedule else None,

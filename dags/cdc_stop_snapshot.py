@@ -13,6 +13,7 @@ from cdc_backfill.airflow.params import stop_params
 
 @dag(
     dag_id="cdc_stop_snapshot",
+    description="Stop running snapshots: the collections given, or (none given) every one",
     schedule=None,
     catchup=False,
     tags=["cdc_backfill"],

@@ -6,24 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import make_url
+
+from cdc_backfill.standalone import airflow_connection
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 
 
 def conn_env(url: str) -> str:
     """An Airflow connection (JSON form) for a SQLAlchemy URL of the test PostgreSQL."""
-    u = make_url(url)
-    conn = {
-        "conn_type": "postgres",
-        "host": u.host,
-        "port": u.port,
-        "login": u.username,
-        "schema": u.database,
-    }
-    if u.password:
-        conn["password"] = u.password
-    return json.dumps(conn)
+    return airflow_connection(url)
 
 
 @pytest.fixture

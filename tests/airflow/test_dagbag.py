@@ -85,3 +85,41 @@ def test_the_plugin_registers_the_progress_page() -> None:
         and view["destination"] == "nav"
         and not view["url_route"].startswith("/")
     )
+
+
+# the fields a user must fill in each form; everything else has a default or may stay empty
+REQUIRED = {"cdc_incremental_snapshot": {"collections"}}
+
+
+def test_every_dag_is_described_and_asks_only_for_what_it_needs(airflow_db: str) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS))
+    for dag_id in bag.dag_ids:
+        dag = bag.dags[dag_id]
+        assert dag.description, f"{dag_id} has no description for the DAG list"
+        for name, param in dag.params.items():
+            types = param.schema.get("type")
+            optional = isinstance(types, list) and "null" in types
+            # Airflow 3.3's form requires every field whose type does not admit null
+            if param.value is None and not optional:
+                assert name in REQUIRED.get(dag_id, set()), f"{dag_id}.{name} is required but has no default"
+            if param.description.startswith("Optional"):
+                assert optional, f"{dag_id}.{name} says Optional but the form would require it"
+            # the form clamps to a top-level minimum/maximum without a word: ranges go inside allOf
+            assert "minimum" not in param.schema and "maximum" not in param.schema, f"{dag_id}.{name}"
+
+
+def test_a_list_of_collections_may_end_with_a_blank_line_but_not_be_blank(airflow_db: str) -> None:
+    import jsonschema
+
+    from cdc_backfill.airflow.params import snapshot_params
+
+    schema = snapshot_params()["collections"].schema
+    jsonschema.validate(["public\\.orders", ""], schema)  # pasted with a trailing newline
+    for blank in ([], [""], ["   "]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(blank, schema)
+    chunk = snapshot_params()["chunk_size"].schema
+    with pytest.raises(jsonschema.ValidationError, match="0 is less than the minimum of 1"):
+        jsonschema.validate(0, chunk)

@@ -22,6 +22,7 @@ def test_rows_carry_the_percentage_and_the_page_escapes_names() -> None:
     assert "25.0%" in page
     assert "no snapshots yet" in render_page([])
     assert "cannot read" in render_page([], "cannot read the progress: boom")
+    assert "no snapshots yet" not in render_page([], "cannot read the progress: boom")
 
 
 @pytest.mark.pg
@@ -30,6 +31,7 @@ def test_the_app_answers_with_each_collections_progress(
 ) -> None:
     from fastapi.testclient import TestClient
 
+    from cdc_backfill.airflow import progress_app
     from cdc_backfill.airflow.progress_app import app
     from cdc_backfill.snapshot.engine import SnapshotEngine
     from tests.snapshot.test_engine_pg import send
@@ -38,6 +40,16 @@ def test_the_app_answers_with_each_collections_progress(
     monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", fresh_db)
     monkeypatch.delenv("CDC_BACKFILL_PROGRESS_CONN_ID", raising=False)
     client = TestClient(app)
+    # Airflow's login first: without a token or the UI's cookie, refused (a live Airflow logs in, in
+    # test_airflow_server and the browser test)
+    assert client.get("/api/progress").status_code == 401
+    assert client.get("/").status_code == 401 and "Log in to Airflow first" in client.get("/").text
+    assert client.get("/api/progress", params={"conn_id": "other"}).status_code == 401
+
+    async def logged_in(request: object) -> None:
+        return None
+
+    monkeypatch.setattr(progress_app, "require_login", logged_in)
     assert client.get("/api/progress").json() == {"collections": []}  # no engine ever ran here
 
     seed(fresh_db, orders=100, lines=50)
@@ -52,3 +64,11 @@ def test_the_app_answers_with_each_collections_progress(
     monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", "postgresql+psycopg2://nobody@127.0.0.1:1/none")
     broken = client.get("/api/progress")
     assert broken.status_code == 503 and "cannot read the progress" in broken.json()["error"]
+    assert "set CDC_BACKFILL_PROGRESS_CONN_ID in the API server's environment" in broken.json()["error"]
+    monkeypatch.delenv("CDC_BACKFILL_SOURCE_URL")
+    monkeypatch.setenv("CDC_BACKFILL_PROGRESS_CONN_ID", "no_such_conn")
+    missing = client.get("/api/progress").json()["error"]
+    assert (
+        "the Airflow connection 'no_such_conn' is not defined: create it with `airflow connections add"
+        in missing
+    )

@@ -39,6 +39,9 @@ def default_state() -> str:
     return os.environ.get(STATE_ENV) or _from_config("state") or str(state_dir() / "state")
 
 
+SOURCE_CONN_ID = "cdc_source"  # the one default, in the README, the forms and the hook
+
+
 def default_source_conn_id() -> str:
-    """The Airflow connection of the source; empty: ``CDC_BACKFILL_SOURCE_URL`` or the config file."""
-    return os.environ.get("CDC_BACKFILL_SOURCE_CONN_ID", "")
+    """The Airflow connection of the source (``cdc_source``, or ``CDC_BACKFILL_SOURCE_CONN_ID``)."""
+    return os.environ.get("CDC_BACKFILL_SOURCE_CONN_ID", SOURCE_CONN_ID)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from cdc_backfill.config import mask_url, resolve_source, source_engine, sqlalchemy_url
+from cdc_backfill.airflow.defaults import SOURCE_CONN_ID
+from cdc_backfill.config import config_files, mask_url, resolve_source, source_engine, sqlalchemy_url
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -27,6 +28,26 @@ class SourceNotConfigured(RuntimeError):
     """Neither a connection id nor the project's configuration names the source."""
 
 
+def missing_connection(conn_id: str) -> str:
+    """What to do when a source connection is not defined (pure)."""
+    return (
+        f"the Airflow connection {conn_id!r} is not defined: create it with `airflow connections add "
+        f"{conn_id} --conn-uri 'postgresql://USER:PASSWORD@HOST:5432/DATABASE'`, or set "
+        f"AIRFLOW_CONN_{conn_id.upper()} to that URI in the environment of Airflow's scheduler and workers "
+        "(`make airflow` does it from CDC_BACKFILL_SOURCE_URL or the config file)"
+    )
+
+
+def no_source() -> str:
+    """What to do when nothing names the source (pure but for the config files' names)."""
+    files = " or ".join(str(p) for p in config_files())
+    return (
+        f"no source: create the Airflow connection {SOURCE_CONN_ID} (`airflow connections add {SOURCE_CONN_ID} "
+        "--conn-uri 'postgresql://USER:PASSWORD@HOST:5432/DATABASE'`), or set CDC_BACKFILL_SOURCE_URL in the "
+        f'environment of Airflow\'s scheduler and workers, or write [source] url = "..." in {files}'
+    )
+
+
 class CdcSourceHook(BaseHook):
     """The source database of a snapshot, from an Airflow connection or the project's config.
 
@@ -34,11 +55,13 @@ class CdcSourceHook(BaseHook):
     """
 
     conn_name_attr = "source_conn_id"
-    default_conn_name = "cdc_source"
+    default_conn_name = SOURCE_CONN_ID
     conn_type = "postgres"
     hook_name = "cdc_backfill source"
 
-    def __init__(self, source_conn_id: str = "", signal_table: str | None = None, **kwargs: object) -> None:
+    def __init__(
+        self, source_conn_id: str = SOURCE_CONN_ID, signal_table: str | None = None, **kwargs: object
+    ) -> None:
         super().__init__(**kwargs)
         self.source_conn_id = source_conn_id
         self.signal_table = signal_table or None
@@ -46,8 +69,19 @@ class CdcSourceHook(BaseHook):
     # ------------------------------------------------------------ where the source is
 
     def get_source_url(self) -> str | None:
+        """The connection's URL; the project's configured source when the id is empty, or is the
+        default ``cdc_source`` and no such connection is defined; None when neither names one."""
+        from airflow.exceptions import AirflowNotFoundException
+
         if self.source_conn_id:
-            conn = self.get_connection(self.source_conn_id)
+            try:
+                conn = self.get_connection(self.source_conn_id)
+            except AirflowNotFoundException:
+                setting = resolve_source() if self.source_conn_id == SOURCE_CONN_ID else None
+                if setting is None:
+                    raise SourceNotConfigured(missing_connection(self.source_conn_id)) from None
+                log.info("no connection %s: the source from %s", SOURCE_CONN_ID, setting.origin)
+                return setting.url
             return sqlalchemy_url(conn.get_uri())
         setting = resolve_source()
         return setting.url if setting else None
@@ -55,10 +89,7 @@ class CdcSourceHook(BaseHook):
     def require_source_url(self) -> str:
         url = self.get_source_url()
         if url is None:
-            raise SourceNotConfigured(
-                "no source: give the form's source connection id (an Airflow connection), or set "
-                "CDC_BACKFILL_SOURCE_URL or [source] url in the config file"
-            )
+            raise SourceNotConfigured(no_source())
         return url
 
     def describe(self) -> str:

@@ -99,8 +99,8 @@ class CdcValidateSnapshotOperator(_CdcOperator):
         from cdc_backfill.signals.model import SignalError, new_signal_id
 
         try:
-            chunk = plans.as_int(self.chunk_size, "chunk_size", 1, 1_000_000)
-            readers = plans.as_int(self.readers, "readers", 1, 64)
+            chunk = plans.as_int(self.chunk_size, "chunk_size", 1, plans.MAX_CHUNK_SIZE)
+            readers = plans.as_int(self.readers, "readers", 1, plans.MAX_READERS)
             engine = plans.one_of(self.engine, "engine", plans.ENGINES)
             capture = plans.one_of(self.capture, "capture", plans.CAPTURES)
             landing = plans.optional_text(self.landing_dir)
@@ -194,7 +194,7 @@ class CdcExecuteSnapshotOperator(_CdcOperator):
                 plans.as_list(self.collections),
                 plans.optional_text(self.condition),
                 plans.optional_text(self.surrogate_key),
-                plans.as_int(chunk, "chunk_size", 1, 1_000_000) if chunk else None,
+                plans.as_int(chunk, "chunk_size", 1, plans.MAX_CHUNK_SIZE) if chunk else None,
             )
             if plans.optional_text(self.capture) == "drain":
                 landing = plans.optional_text(self.landing_dir)
@@ -308,7 +308,7 @@ class CdcSnapshotOperator(_CdcOperator):
         self._engine = engine = ScopedSnapshotEngine(
             url,
             Path(str(self.landing_dir)),
-            readers=plans.as_int(self.readers, "readers", 1, 64),
+            readers=plans.as_int(self.readers, "readers", 1, plans.MAX_READERS),
             signal_table=hook.signal_table,
             signal_id=signal_id,
             collection=collection,

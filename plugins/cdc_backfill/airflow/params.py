@@ -1,74 +1,96 @@
 """The trigger forms' fields: a JSON schema and a description each, so that Airflow refuses a bad conf
 before a run starts (the UI form, ``POST /api/v2/dags/{id}/dagRuns`` and ``dag.test(run_conf=...)``
 alike). Defaults come from the environment and the project's config, read when the DAG file is parsed
-(files only, no database)."""
+(files only, no database).
+
+How Airflow 3.3's form reads a schema decides some shapes here:
+
+- a field whose ``type`` does not admit ``null`` is required, and an emptied field is ``null``: every
+  optional field admits ``null`` and says what empty means;
+- a number field takes ``minimum``/``maximum`` as the input's bounds and silently clamps what is typed
+  to them: the ranges are given inside ``allOf``, which the server checks (refusing with "0 is less than
+  the minimum of 1") and the form does not clamp;
+- a list is typed one item per line, so a trailing newline sends an empty item: empty items are
+  allowed (and dropped by the validate task), a list needs one item that is not blank.
+"""
 
 from __future__ import annotations
 
 from airflow.sdk import Param
 
 from cdc_backfill.airflow.defaults import default_landing, default_source_conn_id, default_state
-from cdc_backfill.airflow.plans import CAPTURES, ENGINES
+from cdc_backfill.airflow.plans import CAPTURES, ENGINES, MAX_CHUNK_SIZE, MAX_READERS
 
-COLLECTION_ITEM = {"type": "string", "minLength": 1, "maxLength": 512}
+COLLECTION_ITEM = {"type": "string", "maxLength": 512}
+NOT_BLANK = {"type": "string", "pattern": r"\S"}
 SQL_NAME = r"^([A-Za-z_][A-Za-z0-9_$]*)?$"
+OPTIONAL_TEXT = ["string", "null"]
 
 
 def source_conn_param() -> Param:
     return Param(
         default_source_conn_id(),
-        type="string",
+        type=OPTIONAL_TEXT,
         maxLength=250,
         title="Source connection id",
-        description="Airflow connection of the source database (conn type postgres). Empty: the project's "
-        "source from CDC_BACKFILL_SOURCE_URL or the config file.",
+        description="Airflow connection of the source database (conn type postgres), cdc_source by default. "
+        "Empty, or cdc_source when it is not defined: the source from CDC_BACKFILL_SOURCE_URL or the config "
+        "file in Airflow's environment.",
     )
+
+
+def collections_param(description: str, default: list[str] | None, required: bool) -> Param:
+    schema: dict[str, object] = {"items": COLLECTION_ITEM, "maxItems": 100}
+    if required:
+        schema.update(type="array", minItems=1, contains=NOT_BLANK)
+    else:
+        schema.update(type=["array", "null"])
+    return Param(default, title="Collections", description=description, **schema)
 
 
 def snapshot_params() -> dict[str, Param]:
     """The form of ``cdc_incremental_snapshot``."""
     return {
-        "collections": Param(
-            type="array",
-            items=COLLECTION_ITEM,
-            minItems=1,
-            maxItems=100,
-            title="Collections",
-            description="Tables to snapshot: regular expressions that match whole schema.table names, as in "
-            "Debezium's data-collections, one per line (for example public\\.orders).",
+        "collections": collections_param(
+            "Required. Tables to snapshot: regular expressions that match whole schema.table names, as in "
+            "Debezium's data-collections, one per line (for example public\\.orders). Blank lines are "
+            "ignored.",
+            None,
+            required=True,
         ),
         "condition": Param(
-            "",
-            type="string",
+            None,
+            type=OPTIONAL_TEXT,
             maxLength=1500,
             title="Condition",
             description="Optional SQL predicate over the table's own columns (additional-condition), for "
-            "example status = 'open'. Only rows matching it are read. Checked before the signal is sent.",
+            "example status = 'open'. Only rows matching it are read. Checked before the signal is sent. "
+            "Empty: every row.",
         ),
         "surrogate_key": Param(
-            "",
-            type="string",
+            None,
+            type=OPTIONAL_TEXT,
             maxLength=128,
             pattern=SQL_NAME,
             title="Surrogate key",
             description="Optional column with a unique index to chunk by instead of the primary key "
-            "(required for a table without one).",
+            "(required for a table without one). Empty: the primary key.",
         ),
         "chunk_size": Param(
             4096,
             type="integer",
-            minimum=1,
-            maximum=1_000_000,
+            allOf=[{"minimum": 1, "maximum": MAX_CHUNK_SIZE}],
             title="Chunk size",
-            description="Rows per chunk: each chunk is read between its own low and high watermark.",
+            description=f"Rows per chunk, 1 to {MAX_CHUNK_SIZE:,}: each chunk is read between its own low and "
+            "high watermark.",
         ),
         "readers": Param(
             1,
             type="integer",
-            minimum=1,
-            maximum=16,
+            allOf=[{"minimum": 1, "maximum": MAX_READERS}],
             title="Readers",
-            description="Chunks read at once per collection, each over its own key range and connection.",
+            description=f"Chunks read at once per collection, 1 to {MAX_READERS}, each over its own key range "
+            "and connection.",
         ),
         "engine": Param(
             "native",
@@ -119,14 +141,11 @@ def snapshot_params() -> dict[str, Param]:
 def stop_params() -> dict[str, Param]:
     """The form of ``cdc_stop_snapshot``."""
     return {
-        "collections": Param(
-            [],
-            type="array",
-            items=COLLECTION_ITEM,
-            maxItems=100,
-            title="Collections",
-            description="Snapshots to stop: regular expressions of whole schema.table names. Empty: stop every "
-            "running snapshot.",
+        "collections": collections_param(
+            "Optional. Snapshots to stop: regular expressions of whole schema.table names, one per line. "
+            "Empty: stop every running snapshot.",
+            None,
+            required=False,
         ),
         "source_conn_id": source_conn_param(),
     }
@@ -144,12 +163,17 @@ def capture_params() -> dict[str, Param]:
             description="Folder the stream files are landed in.",
         ),
         "tables": Param(
-            [],
-            type="array",
+            None,
+            type=["array", "null"],
             items=COLLECTION_ITEM,
             title="Tables",
-            description="Regular expressions of the tables to capture; empty: every table with a primary key "
-            "(the signal table always).",
+            description="Optional. Regular expressions of the tables to capture, one per line. Empty: every "
+            "table with a primary key (the signal table always).",
         ),
         "source_conn_id": source_conn_param(),
     }
+
+
+def doctor_params() -> dict[str, Param]:
+    """The form of ``cdc_doctor``."""
+    return {"source_conn_id": source_conn_param()}

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
+from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.progress import RangeProgress
 from cdc_backfill.spark.submit import reconcile_command
 
 ENGINES = ("native", "debezium")
+MAX_CHUNK_SIZE = CHUNK_MAX
+MAX_READERS = 16  # per collection: each reader holds a connection and a chunk
 CAPTURES = ("drain", "external")
 FENCE_PREFIX = "cdc_backfill.fence"  # logical-decoding message prefix of a fence
 FINISHED = ("done", "stopped", "failed")
@@ -37,9 +40,10 @@ def as_list(value: Any) -> list[str]:
                 parsed = json.loads(text)
             except ValueError:
                 parsed = ast.literal_eval(text)  # "['a', 'b']" as Jinja writes a list
-            return [str(v) for v in parsed if str(v).strip()]
+            return [str(v).strip() for v in parsed if str(v).strip()]
         return [part.strip() for part in text.split(",") if part.strip()]
-    return [str(v) for v in value if str(v).strip()]
+    # a form sends one item per line: a blank line (a trailing newline, say) is not a collection
+    return [str(v).strip() for v in value if str(v).strip()]
 
 
 def optional_text(value: Any) -> str | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.airflow.plans import CAPTURES, ENGINES
+from cdc_backfill.airflow.plans import CAPTURES, ENGINES, MAX_CHUNK_SIZE, MAX_READERS
 
 SCHEDULES_ENV = "CDC_BACKFILL_SCHEDULES"
 DAG_PREFIX = "cdc_scheduled_backfill__"
@@ -109,7 +109,7 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
         raise ScheduleError(f"{where} ({name}): schedule must be a cron expression or preset")
     chunk = raw.get("chunk_size", 4096)
     readers = raw.get("readers", 1)
-    for key, value, hi in (("chunk_size", chunk, 1_000_000), ("readers", readers, 64)):
+    for key, value, hi in (("chunk_size", chunk, MAX_CHUNK_SIZE), ("readers", readers, MAX_READERS)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
             raise ScheduleError(f"{where} ({name}): {key} must be 1 to {hi:,}, not {value!r}")
     engine = raw.get("engine", "native")

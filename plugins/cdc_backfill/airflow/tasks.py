@@ -9,13 +9,18 @@ from cdc_backfill.airflow.hooks import CdcSourceHook
 log = logging.getLogger(__name__)
 
 
-def doctor_task(source_conn_id: str = "") -> list[dict[str, object]]:
+def doctor_task(source_conn_id: str | None = None) -> list[dict[str, object]]:
     """Run the stack checks inside an Airflow worker; fail the task if any part fails."""
-    from cdc_backfill.doctor import check_java, check_postgres, check_spark, render, timed
+    from cdc_backfill.airflow.hooks import SourceNotConfigured
+    from cdc_backfill.doctor import Check, check_java, check_postgres, check_spark, render, timed
 
-    url = CdcSourceHook(source_conn_id).get_source_url()
+    try:
+        url = CdcSourceHook(source_conn_id or "").get_source_url()
+        postgres = timed("PostgreSQL", lambda: check_postgres(url))
+    except SourceNotConfigured as exc:
+        postgres = Check("PostgreSQL", False, "the source connection is not defined", str(exc))
     checks = [
-        timed("PostgreSQL", lambda: check_postgres(url)),
+        postgres,
         timed("Java", check_java),
         timed("Spark", check_spark),
     ]
