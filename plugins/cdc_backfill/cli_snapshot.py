@@ -48,7 +48,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if not sa.inspect(store.engine).has_table(progress.table.name, schema=progress.table.schema):
         print("no snapshots yet" if not args.json else "[]")
         return 0
-    statuses = summarize(progress.ranges())
+    statuses = summarize(progress.ranges(), paused=store.paused())
     print(json.dumps([s.to_dict() for s in statuses], indent=2) if args.json else render(statuses))
     return 0
 

@@ -59,3 +59,30 @@ def test_status_command_against_a_real_run(
         100,
         4,
     )
+
+
+@pytest.mark.parametrize(
+    ("statuses", "paused", "want"),
+    [
+        (["done", "done"], False, "done"),
+        (["failed", "running"], False, "running"),  # one range failed while another runs: still going
+        (["failed", "done"], False, "failed"),
+        (["stopped", "done"], False, "stopped"),
+        (["failed", "stopped"], False, "failed"),
+        (["pending", "pending"], False, "pending"),
+        (["done", "pending"], False, "running"),
+        (["running", "pending"], True, "paused"),
+        (["done", "done"], True, "done"),  # a pause after the last chunk changes nothing
+    ],
+)
+def test_cli_airflow_and_progress_page_say_the_same_status(
+    statuses: list[str], paused: bool, want: str
+) -> None:
+    from cdc_backfill.airflow.plans import collection_outcome
+    from cdc_backfill.airflow.progress_app import as_rows
+
+    ranges = [rng(i, s, 0, 100, 10) for i, s in enumerate(statuses)]
+    cli = summarize(ranges, paused={"s"} if paused else set())  # `snapshot status` and the demo
+    airflow = collection_outcome(ranges, paused=paused)  # the snapshot tasks and the stop DAG
+    page = as_rows(cli)  # the progress page
+    assert cli[0].status == airflow.status == page[0]["status"] == want

@@ -132,6 +132,14 @@ class CdcSourceHook(BaseHook):
         finally:
             store.engine.dispose()
 
+    def paused_signals(self) -> frozenset[str]:
+        """The ids of signals whose status is paused."""
+        store = self.signal_store()
+        try:
+            return store.paused()
+        finally:
+            store.engine.dispose()
+
     def progress_ranges(
         self, signal_id: str | None = None, collection: str | None = None
     ) -> list[RangeProgress]:

@@ -14,6 +14,7 @@ from typing import Any
 from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
 from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.progress import RangeProgress
+from cdc_backfill.snapshot.status import rollup
 from cdc_backfill.spark.submit import reconcile_command
 
 ENGINES = ("native", "debezium")
@@ -208,7 +209,7 @@ class WindowWatch:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # not-started, pending, running, done, stopped, failed
+    status: str  # not-started, pending, running, paused, done, stopped, failed
     chunks: int
     rows: int
     reason: str | None
@@ -218,15 +219,9 @@ class Outcome:
         return self.status in FINISHED
 
 
-def collection_outcome(ranges: Sequence[RangeProgress]) -> Outcome:
-    """What a collection's progress rows say: failed beats stopped beats done once every range finished."""
-    if not ranges:
-        return Outcome("not-started", 0, 0, None)
-    statuses = {r.status for r in ranges}
+def collection_outcome(ranges: Sequence[RangeProgress], paused: bool = False) -> Outcome:
+    """What a collection's progress rows say, by the one rule of ``snapshot.status.rollup``."""
     chunks = sum(r.chunks_done for r in ranges)
     rows = sum(r.rows_read for r in ranges)
     reason = "; ".join(sorted({r.reason for r in ranges if r.reason})) or None
-    if statuses & {"pending", "running"}:
-        return Outcome("running" if chunks or "running" in statuses else "pending", chunks, rows, reason)
-    status = next(s for s in ("failed", "stopped", "done") if s in statuses)
-    return Outcome(status, chunks, rows, reason)
+    return Outcome(rollup((r.status for r in ranges), chunks, paused), chunks, rows, reason)

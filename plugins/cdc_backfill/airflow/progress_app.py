@@ -35,7 +35,8 @@ def progress_conn_id() -> str:
 def read_statuses() -> list[CollectionStatus]:
     from cdc_backfill.airflow.hooks import CdcSourceHook
 
-    return summarize(CdcSourceHook(progress_conn_id()).progress_ranges())
+    hook = CdcSourceHook(progress_conn_id())
+    return summarize(hook.progress_ranges(), paused=hook.paused_signals())
 
 
 async def require_login(request: Request) -> None:

@@ -237,6 +237,14 @@ class SignalStore:
             out.append((id_, validated))
         return out
 
+    def paused(self) -> frozenset[str]:
+        """The ids of signals whose status is paused (none before the status table exists)."""
+        with self.engine.connect() as conn:
+            if not sa.inspect(conn).has_table(self.status.name, schema=self.status.schema):
+                return frozenset()
+            rows = conn.execute(sa.select(self.status.c.signal_id).where(self.status.c.status == "paused"))
+            return frozenset(r[0] for r in rows)
+
     def list(self) -> list[SignalView]:
         """Every signal with its status; a row nobody has looked at yet is 'received'."""
         statuses: dict[str, Any] = {}

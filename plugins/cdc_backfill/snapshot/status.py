@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 
 from cdc_backfill.snapshot.progress import RangeProgress
+
+UNFINISHED = ("pending", "running")
+
+
+def rollup(statuses: Iterable[str], chunks: int = 0, paused: bool = False) -> str:
+    """One collection's status from its ranges' statuses: the one rule the CLI, the Airflow operators
+    and the progress page share (pure).
+
+    While any range still has work, the collection is ``paused`` (its signal is), ``running`` (a range
+    started or finished, or a chunk is done) or ``pending``; a range that failed meanwhile shows in the
+    reason, not as the status, because the others go on. Once every range finished: ``failed`` beats
+    ``stopped`` beats ``done``. No ranges at all: ``not-started``.
+    """
+    seen = set(statuses)
+    if not seen:
+        return "not-started"
+    if seen & set(UNFINISHED):
+        if paused:
+            return "paused"
+        return "running" if chunks or seen & {"running", "done", "failed", "stopped"} else "pending"
+    return next(s for s in ("failed", "stopped", "done") if s in seen)
 
 
 @dataclass(frozen=True)
@@ -24,16 +46,14 @@ class CollectionStatus:
         return asdict(self)
 
 
-def summarize(ranges: list[RangeProgress]) -> list[CollectionStatus]:
+def summarize(ranges: list[RangeProgress], paused: Collection[str] = ()) -> list[CollectionStatus]:
+    """Per collection of each signal; ``paused``: the ids of signals whose status is paused."""
     groups: dict[tuple[str, str], list[RangeProgress]] = {}
     for r in ranges:
         groups.setdefault((r.signal_id, r.collection), []).append(r)
     out = []
     for (sid, coll), rs in groups.items():
-        statuses = {r.status for r in rs}
-        status = next((s for s in ("failed", "running", "pending", "stopped") if s in statuses), "done")
-        if status == "pending" and "done" in statuses:
-            status = "running"
+        status = rollup((r.status for r in rs), sum(r.chunks_done for r in rs), sid in paused)
         rows = sum(r.rows_read for r in rs)
         estimate = max(rows, sum(r.rows_estimate or 0 for r in rs))
         starts = [r.started_at for r in rs if r.started_at]
