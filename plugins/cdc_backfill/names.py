@@ -8,3 +8,13 @@ def collection_name(schema: str, table: str) -> str:
     if "." in schema or "." in table:
         return f'"{schema}"."{table}"'
     return f"{schema}.{table}"
+
+
+def split_collection(name: str) -> tuple[str | None, str]:
+    """``schema.table`` -> (schema, table), the inverse of :func:`collection_name`: ``"a.b"."c"`` ->
+    (``a.b``, ``c``); otherwise split at the last dot; a bare ``table`` -> (None, table)."""
+    if name.startswith('"') and name.endswith('"') and '"."' in name:
+        schema, _, table = name[1:-1].partition('"."')
+        return schema, table
+    schema, dot, table = name.rpartition(".")
+    return (schema or None, table) if dot else (None, name)

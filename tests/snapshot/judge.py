@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from cdc_backfill.events import parse_file
-from cdc_backfill.names import collection_name
+from cdc_backfill.names import collection_name, split_collection
+from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn, from_arrow, from_debezium, from_text
 from cdc_backfill.reconcile.reference import Change, ReadRow, Result, reconcile
-from cdc_backfill.snapshot.engine import _COLUMNS_SQL, _PK_SQL, split_collection
 
 SIGNAL = "public.cdc_signal"
 
@@ -22,11 +22,8 @@ def columns_of(url: str, collection: str) -> tuple[list[PgColumn], list[str]]:
     schema, table = split_collection(collection)
     engine = sa.create_engine(url)
     with engine.connect() as conn:
-        cols = [
-            PgColumn(r.name, r.type, int(r.oid), bool(r.nullable))
-            for r in conn.execute(_COLUMNS_SQL, {"schema": schema, "table": table})
-        ]
-        pk = [r[0] for r in conn.execute(_PK_SQL, {"schema": schema, "table": table})]
+        cols = list(table_columns(conn, schema, table))
+        pk = list(primary_key(conn, schema, table))
     engine.dispose()
     return cols, pk
 

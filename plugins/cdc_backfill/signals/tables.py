@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.schema import CreateTable
 
+from cdc_backfill.names import split_collection
 from cdc_backfill.signals.model import DATA_MAX, ID_MAX, TYPE_MAX
 
 SIGNAL_TABLE = "cdc_signal"
@@ -36,9 +37,8 @@ def utc_now() -> dt.datetime:
 
 
 def split_name(name: str) -> tuple[str | None, str]:
-    """``schema.table`` -> (schema, table); a bare ``table`` -> (None, table)."""
-    schema, dot, table = name.rpartition(".")
-    return (schema or None, table) if dot else (None, name)
+    """``schema.table`` -> (schema, table); a bare ``table`` -> (None, table) (``names.split_collection``)."""
+    return split_collection(name)
 
 
 def signal_tables(schema: str | None, signal_name: str = SIGNAL_TABLE) -> tuple[sa.Table, sa.Table]:

@@ -40,6 +40,8 @@ import sqlalchemy as sa
 from cdc_backfill.capture.landing import fsync_dir
 from cdc_backfill.capture.postgres import SESSION_OPTIONS, libpq_dsn
 from cdc_backfill.config import source_engine
+from cdc_backfill.names import split_collection
+from cdc_backfill.pg.catalog import primary_key, table_columns, unique_keys
 from cdc_backfill.pgtypes import PgColumn, arrow_type
 from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
 from cdc_backfill.signals.store import SignalStore
@@ -103,58 +105,15 @@ class TableShape:
         return pa.schema(fields, metadata=meta)
 
 
-_COLUMNS_SQL = sa.text(
-    """
-    SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.atttypid AS oid,
-           NOT a.attnotnull AS nullable
-    FROM pg_attribute a
-    JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE n.nspname = :schema AND c.relname = :table AND a.attnum > 0 AND NOT a.attisdropped
-    ORDER BY a.attnum
-    """
-)
-_UNIQUE_SQL = sa.text(
-    """
-    SELECT array_agg(a.attname ORDER BY array_position(i.indkey, a.attnum)) AS cols
-    FROM pg_index i
-    JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
-    WHERE n.nspname = :schema AND c.relname = :table AND i.indisunique AND i.indpred IS NULL
-    GROUP BY i.indexrelid
-    """
-)
-_PK_SQL = sa.text(
-    """
-    SELECT a.attname FROM pg_index i
-    JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
-    WHERE n.nspname = :schema AND c.relname = :table AND i.indisprimary
-    ORDER BY array_position(i.indkey, a.attnum)
-    """
-)
-
-
-def split_collection(collection: str) -> tuple[str, str]:
-    if collection.startswith('"'):
-        schema, _, table = collection[1:-1].partition('"."')
-        return schema, table
-    schema, _, table = collection.partition(".")
-    return schema, table
-
-
 def table_shape(conn: sa.Connection, plan: CollectionPlan) -> TableShape:
     schema, table = split_collection(plan.collection)
-    cols = tuple(
-        PgColumn(r.name, r.type, int(r.oid), bool(r.nullable))
-        for r in conn.execute(_COLUMNS_SQL, {"schema": schema, "table": table})
-    )
+    cols = table_columns(conn, schema, table)
     if not cols:
         raise SnapshotError(f"{plan.collection} no longer exists")
-    pk = tuple(r[0] for r in conn.execute(_PK_SQL, {"schema": schema, "table": table}))
+    pk = primary_key(conn, schema, table)
     if plan.key != pk:
         # Keyset pagination over a column that repeats would skip rows: the chunk key must be unique.
-        unique = {tuple(r.cols) for r in conn.execute(_UNIQUE_SQL, {"schema": schema, "table": table})}
-        if tuple(plan.key) not in unique:
+        if tuple(plan.key) not in unique_keys(conn, schema, table):
             raise SnapshotError(
                 f"surrogate-key {', '.join(plan.key)} of {plan.collection} has no unique index: chunks by a "
                 "column that repeats would skip rows; create a unique index or choose a unique column"

@@ -10,8 +10,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cdc_backfill.names import split_collection
+from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.snapshot.engine import _COLUMNS_SQL, _PK_SQL, split_collection
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.compare import RangeStats
 from cdc_backfill.verify.forms import visible
@@ -50,13 +51,10 @@ def _run(conn: sa.Connection, sql: str) -> list[tuple[Any, ...]]:
 
 def read_table(conn: sa.Connection, collection: str) -> SourceTable:
     schema, name = split_collection(collection)
-    params = {"schema": schema, "table": name}
-    columns = [
-        PgColumn(r.name, r.type, int(r.oid), bool(r.nullable)) for r in conn.execute(_COLUMNS_SQL, params)
-    ]
+    columns = list(table_columns(conn, schema, name))
     if not columns:
         raise VerifyError(f"{collection}: no such table in the source")
-    pk = [r[0] for r in conn.execute(_PK_SQL, params)]
+    pk = primary_key(conn, schema, name)
     if not pk:
         raise VerifyError(f"{collection} has no primary key: verify cuts ranges and matches rows by it")
     by_name = {c.name: c for c in columns}

@@ -1,0 +1,18 @@
+"""Collection names: written and read by one rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_backfill.names import collection_name, split_collection
+
+
+@pytest.mark.parametrize(
+    ("schema", "table"), [("public", "orders"), ("a.b", "c"), ("s", "t.u"), ("dbo", "cdc_signal")]
+)
+def test_split_is_the_inverse_of_writing(schema: str, table: str) -> None:
+    assert split_collection(collection_name(schema, table)) == (schema, table)
+
+
+def test_a_bare_table_has_no_schema() -> None:
+    assert split_collection("cdc_signal") == (None, "cdc_signal")
