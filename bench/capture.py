@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from bench.common import report, timed
 from cdc_backfill.capture.postgres import DRAIN_PREFIX, PostgresCapture, libpq_dsn
+from cdc_backfill.layout import STREAM_DIR
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 
 
@@ -97,7 +98,7 @@ def main() -> None:
         t_raw2, n_raw2 = timed(lambda: raw_receive(pg.url, "bench_raw_2", "cdc_backfill"))
         assert n_raw == n_raw2
         t_raw = min(t_raw1, t_raw2)
-    size = sum(f.stat().st_size for f in (landing / "stream").glob("*.jsonl"))
+    size = sum(f.stat().st_size for f in (landing / STREAM_DIR).glob("*.jsonl"))
     shutil.rmtree(landing, ignore_errors=True)
     assert n_raw == args.changes == stats.events, (n_raw, stats.events)
     rows = [

@@ -46,8 +46,9 @@ import pyarrow.parquet as pq
 from bench.common import report
 from cdc_backfill.capture.landing import LandingWriter
 from cdc_backfill.capture.postgres import line_tail, row_line, source_prefix
+from cdc_backfill.layout import SNAPSHOT_DIR, STREAM_DIR
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.snapshot.engine import SNAPSHOT_DIR, TableShape
+from cdc_backfill.snapshot.engine import TableShape
 
 log = logging.getLogger(__name__)
 
@@ -326,7 +327,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-reconcile-"))
     landing_dir = args.landing.resolve() if args.landing else work / "landing"
-    stream = landing_dir / "stream"
+    stream = landing_dir / STREAM_DIR
     try:
         t_gen0 = time.perf_counter()
         landing = reuse_or_make_landing(landing_dir, args.events, args.chunk_size)

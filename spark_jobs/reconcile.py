@@ -19,9 +19,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from cdc_backfill.layout import STREAM_DIR
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
-from cdc_backfill.reconcile.runs import STREAM_DIR, RunInput, plan_run, stream_files
+from cdc_backfill.reconcile.runs import RunInput, plan_run, stream_files
 from cdc_backfill.reconcile.unapplied import (
     Unapplied,
     no_types_reason,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
+from cdc_backfill.layout import CURRENT, collection_dir
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print(f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}", file=sys.stderr)
         return 2
     url = require_source_url(args.source)
-    current = Path(args.state) / args.collection / "current"  # cdc_backfill.spark.state's layout
+    current = collection_dir(Path(args.state), args.collection) / CURRENT
     if not current.exists():
         print(f"cannot verify: no state at {current} (run `cdc-backfill reconcile` first)", file=sys.stderr)
         return 2
@@ -73,7 +74,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     try:
-        report = compare_with_state(args, current, source)
+        from cdc_backfill.spark.verify import compare_state  # Spark only once the source was read
+
+        report = compare_state(current, source, args.master)
     except VerifyError as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
         return 2
@@ -88,35 +91,6 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if repaired:
         return repaired
     return 0 if report.all_equal else 1
-
-
-def compare_with_state(args: argparse.Namespace, current: Path, source: SourceSide) -> Report:
-    from pyspark.sql import SparkSession
-
-    from cdc_backfill.spark.session import build_session
-    from cdc_backfill.spark.verify import range_stats
-    from cdc_backfill.verify import VerifyError
-    from cdc_backfill.verify.compare import RangeStats, compare
-    from cdc_backfill.verify.forms import visible
-
-    table = source.table
-    existing = SparkSession.getActiveSession()  # a caller's session (tests) is used, and left running
-    spark = build_session("cdc_backfill_verify", master=args.master)
-    try:
-        state = spark.read.parquet(str(current))
-        in_state = {f.name for f in state.schema.fields if not f.name.startswith("_cdc_")}
-        in_source = {c.name for c in visible(table.columns)}
-        if in_state != in_source:
-            raise VerifyError(
-                f"the columns differ: only in the source {sorted(in_source - in_state)}, only in the state "
-                f"{sorted(in_state - in_source)}; a re-snapshot cannot change that: rebuild the state"
-            )
-        rows = range_stats(state, table.columns, table.key, source.ranges).collect()
-    finally:
-        if existing is None:
-            spark.stop()
-    stats = {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
-    return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
 
 
 def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> int:

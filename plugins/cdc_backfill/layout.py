@@ -1,7 +1,11 @@
-"""Where a collection's state lives on disk: the names every reader and writer of the state uses (pure).
+"""The names of every folder and file of the landing zone and the state: what every reader and writer
+of them uses (pure).
 
-``<state>/<collection>/v000007/*.parquet`` is one complete version; ``<state>/<collection>/current`` a
-link to the newest complete one; ``<state>/<collection>/_log.json`` the versions written;
+Landing zone: ``<landing>/stream/`` the stream files; ``<landing>/snapshots/<collection>/<chunk>.parquet``
+the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types.
+
+State: ``<state>/<collection>/v000007/*.parquet`` is one complete version; ``<state>/<collection>/current``
+a link to the newest complete one; ``<state>/<collection>/_log.json`` the versions written;
 ``<state>/_runs/*.json`` each reconcile run's summary.
 """
 
@@ -12,10 +16,26 @@ import re
 from pathlib import Path
 from typing import Any
 
+STREAM_DIR = "stream"
+SNAPSHOT_DIR = "snapshots"
+SCHEMA_DIR = "_schemas"
+
 CURRENT = "current"
 LOG = "_log.json"
 RUNS_DIR = "_runs"
 _VERSION_RE = re.compile(r"^v(\d{6})$")
+
+
+def stream_dir(landing: Path) -> Path:
+    return Path(landing) / STREAM_DIR
+
+
+def snapshot_dir(landing: Path, collection: str) -> Path:
+    return Path(landing) / SNAPSHOT_DIR / collection
+
+
+def schema_file(landing: Path, collection: str) -> Path:
+    return Path(landing) / SCHEMA_DIR / f"{collection}.json"
 
 
 def collection_dir(state: Path, collection: str) -> Path:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.snapshot.engine import SNAPSHOT_DIR, SnapshotEngine
+from cdc_backfill.layout import snapshot_dir
+from cdc_backfill.snapshot.engine import SnapshotEngine
 
 
 class ScopedSnapshotEngine(SnapshotEngine):
@@ -23,7 +24,7 @@ class ScopedSnapshotEngine(SnapshotEngine):
         self.signals.init()
         self.progress.init()
         # Only this collection's stale chunk files: another task may be writing its own right now.
-        for stale in (self.landing / SNAPSHOT_DIR / self.collection).glob(".*.parquet.part"):
+        for stale in snapshot_dir(self.landing, self.collection).glob(".*.parquet.part"):
             stale.unlink(missing_ok=True)
 
     def pending_work(self) -> list[Any]:

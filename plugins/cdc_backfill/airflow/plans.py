@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
+from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal, chunk_of
 from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.progress import RangeProgress
 from cdc_backfill.snapshot.status import rollup
@@ -157,7 +157,7 @@ def scan_windows(rows: Iterable[tuple[str, str, str | None]]) -> WindowScan:
     for id_, type_, data in rows:
         if type_ not in (WINDOW_OPEN, WINDOW_CLOSE) or _native_window(data):
             continue
-        chunk = id_.rsplit("-", 1)[0]
+        chunk = chunk_of(id_)
         (opened if type_ == WINDOW_OPEN else closed).add(chunk)
     return WindowScan(len(opened), tuple(sorted(opened - closed)))
 

@@ -3,7 +3,6 @@ Spark session. Imports Spark only when called."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,9 +20,10 @@ def verify_collections(
     """
     from pyspark.sql import SparkSession
 
-    from cdc_backfill.cli_verify import compare_with_state
     from cdc_backfill.config import source_engine
+    from cdc_backfill.layout import CURRENT, collection_dir
     from cdc_backfill.spark.session import build_session
+    from cdc_backfill.spark.verify import compare_state
     from cdc_backfill.verify import VerifyError
     from cdc_backfill.verify.compare import render
     from cdc_backfill.verify.source import read_source
@@ -34,11 +34,11 @@ def verify_collections(
     reports = []
     try:
         for collection in collections:
-            current = state_dir / collection / "current"  # cdc_backfill.spark.state's layout
+            current = collection_dir(state_dir, collection) / CURRENT
             if not current.exists():
                 raise VerifyError(f"no state at {current}: the reconcile has not written {collection}")
             source = read_source(engine, collection, ranges)
-            report = compare_with_state(argparse.Namespace(master=master), current, source)
+            report = compare_state(current, source, master)
             log.info("%s", render(report))
             reports.append(
                 {

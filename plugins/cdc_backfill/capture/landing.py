@@ -16,10 +16,12 @@ import time
 import uuid
 from pathlib import Path
 
+from cdc_backfill.layout import SCHEMA_DIR, STREAM_DIR
+
+__all__ = ["SCHEMA_DIR", "STREAM_DIR"]
+
 log = logging.getLogger(__name__)
 
-STREAM_DIR = "stream"
-SCHEMA_DIR = "_schemas"
 _NAME_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})\.jsonl$")
 
 

@@ -35,10 +35,11 @@ from sqlalchemy.engine import make_url
 from cdc_backfill import __version__
 from cdc_backfill.capture.landing import SCHEMA_DIR, LandingWriter, landed_position, write_atomically
 from cdc_backfill.config import mask_url, source_engine
+from cdc_backfill.layout import stream_dir
 from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.fastpath import column_kind, encode_tuple
-from cdc_backfill.snapshot.progress import PROGRESS_TABLE
+from cdc_backfill.signals.tables import PROGRESS_TABLE
 
 log = logging.getLogger(__name__)
 
@@ -647,7 +648,7 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
             lag_bytes=row.lag,
         )
     if landing is not None:
-        stream = Path(landing) / "stream"
+        stream = stream_dir(Path(landing))
         files = sorted(stream.glob("cdc-*.jsonl")) if stream.is_dir() else []
         commit, lsn = landed_position(Path(landing))
         out.update(

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cdc_backfill.layout import SCHEMA_DIR, SNAPSHOT_DIR, schema_file, snapshot_dir
 from cdc_backfill.pgtypes import PgColumn
-
-SNAPSHOT_DIR = "snapshots"
-SCHEMA_DIR = "_schemas"
 
 
 def landed_collections(landing: Path, signal_collection: str) -> list[str]:
@@ -27,14 +25,14 @@ def landed_collections(landing: Path, signal_collection: str) -> list[str]:
 
 def collection_columns(landing: Path, collection: str) -> tuple[list[PgColumn], list[str]]:
     """(columns, key) from a snapshot chunk's metadata, else from the capture's schema file."""
-    chunks = sorted((landing / SNAPSHOT_DIR / collection).glob("*.parquet"))
+    chunks = sorted(snapshot_dir(landing, collection).glob("*.parquet"))
     if chunks:
         import pyarrow.parquet as pq
 
         meta = pq.read_schema(chunks[-1]).metadata
         cols = [PgColumn(c["name"], c["type"], int(c["oid"])) for c in json.loads(meta[b"cdc.columns"])]
         return cols, json.loads(meta[b"cdc.key"])
-    path = landing / SCHEMA_DIR / f"{collection}.json"
+    path = schema_file(landing, collection)
     if path.exists():
         doc = json.loads(path.read_text())
         cols = [PgColumn(c["name"], c["type"], int(c["type_oid"])) for c in doc["columns"]]

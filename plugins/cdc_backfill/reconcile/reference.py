@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_backfill.events.model import OPS, ROW_OPS
+from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
 
 Key = tuple[Any, ...]
 Row = dict[str, Any]
@@ -33,8 +34,6 @@ State = dict[str, dict[Key, Row]]
 # (collection, key) that a stream event changed; key None stands for a truncate of the collection.
 Touch = tuple[str | None, Key | None]
 
-OPEN_SUFFIX = "-open"
-CLOSE_SUFFIX = "-close"
 
 # Sort rank at equal position: a READ row sorts after every stream event at its window's high.
 _STREAM, _READ = 0, 1

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.reconcile.columns import SNAPSHOT_DIR
+from cdc_backfill.layout import STREAM_DIR, snapshot_dir, stream_dir
 
-STREAM_DIR = "stream"
+__all__ = ["STREAM_DIR"]
 META_FILE = "_cdc_meta.json"
 CARRY_DIR = "_cdc_carry"
 STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -69,7 +69,7 @@ class RunInput:
 def stream_files(landing: Path) -> list[str]:
     """Every landed stream file, relative to the stream folder, in name order (finished files only:
     writers land ``.part``/hidden files and rename them)."""
-    root = Path(landing) / STREAM_DIR
+    root = stream_dir(landing)
     if not root.is_dir():
         return []
     return sorted(
@@ -88,7 +88,7 @@ def read_meta(version: Path | None) -> RunMeta:
 def plan_run(landing: Path, collection: str, previous: Path | None, files: Iterable[str]) -> RunInput:
     meta = read_meta(previous)
     new_files = tuple(f for f in files if f not in meta.files)
-    chunk_dir = Path(landing) / SNAPSHOT_DIR / collection
+    chunk_dir = snapshot_dir(landing, collection)
     chunks = tuple(
         p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.applied
     ) if chunk_dir.is_dir() else ()  # fmt: skip

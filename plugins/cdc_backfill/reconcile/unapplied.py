@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.reconcile.columns import SCHEMA_DIR, SNAPSHOT_DIR
+from cdc_backfill.layout import schema_file, snapshot_dir
 
 UNAPPLIED_FILE = "_unapplied.json"
 
 
 def no_types_reason(landing: Path, collection: str) -> str:
     return (
-        f"nothing gives its column types: no snapshot chunk in {Path(landing) / SNAPSHOT_DIR / collection}/ "
-        f"and no {Path(landing) / SCHEMA_DIR / collection}.json (this release types a collection only "
+        f"nothing gives its column types: no snapshot chunk in {snapshot_dir(landing, collection)}/ "
+        f"and no {schema_file(landing, collection)} (this release types a collection only "
         "from this project's snapshot chunks or its PostgreSQL capture)"
     )
 

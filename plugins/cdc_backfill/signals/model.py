@@ -19,6 +19,9 @@ RESUME = "resume-snapshot"
 LOG = "log"
 WINDOW_OPEN = "snapshot-window-open"
 WINDOW_CLOSE = "snapshot-window-close"
+# a window's watermarks are the rows <chunk-id>-open and <chunk-id>-close (Debezium's ids too)
+OPEN_SUFFIX = "-open"
+CLOSE_SUFFIX = "-close"
 
 OPERATOR_TYPES = (EXECUTE, STOP, PAUSE, RESUME, LOG)
 ENGINE_TYPES = (WINDOW_OPEN, WINDOW_CLOSE)
@@ -28,6 +31,25 @@ ID_MAX = 42  # id VARCHAR(42)
 TYPE_MAX = 32  # type VARCHAR(32)
 DATA_MAX = 2048  # data VARCHAR(2048)
 SNAPSHOT_TYPES = ("incremental",)
+
+
+def open_id(chunk_id: str) -> str:
+    """The id of a chunk's low watermark row."""
+    return chunk_id + OPEN_SUFFIX
+
+
+def close_id(chunk_id: str) -> str:
+    """The id of a chunk's high watermark row."""
+    return chunk_id + CLOSE_SUFFIX
+
+
+def chunk_of(watermark_id: str) -> str:
+    """The chunk id a watermark row's id names: the one rule every reader of windows uses (pure)."""
+    for suffix in (OPEN_SUFFIX, CLOSE_SUFFIX):
+        if watermark_id.endswith(suffix):
+            return watermark_id.removesuffix(suffix)
+    return watermark_id
+
 
 # Keys of the data JSON. Debezium reads the first group and ignores keys it does not know, which is
 # where the project's extensions go.

@@ -17,6 +17,8 @@ from cdc_backfill.names import split_collection
 from cdc_backfill.signals.model import DATA_MAX, ID_MAX, TYPE_MAX
 
 SIGNAL_TABLE = "cdc_signal"
+# the snapshot engine's progress records, beside the signal table (the capture leaves it out of the stream)
+PROGRESS_TABLE = "cdc_snapshot_progress"
 STATUS_TABLE = "cdc_signal_status"
 DEFAULT_SCHEMAS = {"postgresql": "public", "mssql": "dbo"}  # Oracle and MySQL: the connection's own
 

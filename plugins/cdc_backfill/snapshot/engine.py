@@ -40,10 +40,21 @@ import sqlalchemy as sa
 from cdc_backfill.capture.landing import fsync_dir
 from cdc_backfill.capture.postgres import SESSION_OPTIONS, libpq_dsn
 from cdc_backfill.config import source_engine
+from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.names import split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns, unique_keys
 from cdc_backfill.pgtypes import PgColumn, arrow_type
-from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal
+from cdc_backfill.signals.model import (
+    EXECUTE,
+    PAUSE,
+    RESUME,
+    STOP,
+    WINDOW_CLOSE,
+    WINDOW_OPEN,
+    Signal,
+    close_id,
+    open_id,
+)
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.signals.validate import CollectionPlan, validate
@@ -60,7 +71,6 @@ from cdc_backfill.snapshot.sql import (
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_DIR = "snapshots"
 CRASH_ENV = "CDC_BACKFILL_SNAPSHOT_CRASH_AT"  # fault injection for tests: step[:chunk number]
 RANGES_PER_READER = 4
 META_COLUMNS = ("_cdc_op", "_cdc_collection", "_cdc_chunk_id")
@@ -516,7 +526,7 @@ class SnapshotEngine:
         where = "null keys" if null_range else f"range {rng.range_no}"
         tag = f"{shape.collection} {where} chunk {chunk_no}"
         data = json.dumps({"data-collection": shape.collection, "signal": sig.id})
-        self._watermark(conn, f"{chunk_id}-open", WINDOW_OPEN, data)
+        self._watermark(conn, open_id(chunk_id), WINDOW_OPEN, data)
         log.info("%s: low watermark written", tag)
         _crash_point("after-open", chunk_no)
         if self.window_hook is not None:
@@ -540,7 +550,7 @@ class SnapshotEngine:
         conn.commit()  # ends the read's transaction: the close watermark must commit after it
         _crash_point("during-read", chunk_no)
 
-        self._watermark(conn, f"{chunk_id}-close", WINDOW_CLOSE, data)
+        self._watermark(conn, close_id(chunk_id), WINDOW_CLOSE, data)
         log.info("%s: high watermark written", tag)
         _crash_point("after-close", chunk_no)
         table, last = self._to_arrow(buf.getvalue(), shape, ct, chunk_id)
@@ -601,7 +611,7 @@ class SnapshotEngine:
         return table.cast(shape.arrow_schema()), last
 
     def _land(self, shape: TableShape, chunk_id: str, table: pa.Table) -> None:
-        folder = self.landing / SNAPSHOT_DIR / shape.collection
+        folder = snapshot_dir(self.landing, shape.collection)
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"{chunk_id}.parquet"
         tmp = folder / f".{chunk_id}.parquet.part"

@@ -11,9 +11,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.signals.tables import utc_now
+from cdc_backfill.signals.tables import PROGRESS_TABLE, utc_now
 
-PROGRESS_TABLE = "cdc_snapshot_progress"
+__all__ = ["PROGRESS_TABLE"]
+
 NULL_RANGE = -1  # the range of rows whose (nullable) chunk column is NULL
 
 

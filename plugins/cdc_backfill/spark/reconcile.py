@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.pgtypes import PgColumn, decimal_shape
+from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
 
 # The canonical event columns the rules read (and a carry holds): not ``before``, the format or the
 # source timestamp.
@@ -145,15 +146,16 @@ def windows(events: DataFrame, signal_collection: str) -> DataFrame:
         F.get_json_object(F.get_json_object("after", "$.data"), "$['data-collection']").alias("_cdc_for"),
     )
     opens = (
-        sig.where(F.col("op").isin("c", "r") & F.col("id").endswith("-open"))
-        .groupBy(F.regexp_replace("id", "-open$", "").alias("_cdc_chunk_id"))
+        sig.where(F.col("op").isin("c", "r") & F.col("id").endswith(OPEN_SUFFIX))
+        .groupBy(F.regexp_replace("id", f"{OPEN_SUFFIX}$", "").alias("_cdc_chunk_id"))
         .agg(F.min("position").alias("_cdc_low"), F.max("_cdc_for").alias("_cdc_for"))
     )
     closes = sig.where(
-        (F.col("op").isin("c", "r") & F.col("id").endswith("-close"))
-        | ((F.col("op") == "d") & F.col("id").endswith("-open"))
+        (F.col("op").isin("c", "r") & F.col("id").endswith(CLOSE_SUFFIX))
+        | ((F.col("op") == "d") & F.col("id").endswith(OPEN_SUFFIX))
     ).select(
-        F.regexp_replace("id", "-(open|close)$", "").alias("_cdc_chunk_id"),
+        # the rule of signals.model.chunk_of, as a column expression
+        F.regexp_replace("id", f"({OPEN_SUFFIX}|{CLOSE_SUFFIX})$", "").alias("_cdc_chunk_id"),
         F.col("position").alias("_cdc_close"),
     )
     return (

@@ -14,8 +14,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_backfill.layout import stream_dir
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.reconcile.runs import STREAM_DIR, RunInput, next_meta
+from cdc_backfill.reconcile.runs import RunInput, next_meta
 from cdc_backfill.spark.landing import parse_landing_files
 from cdc_backfill.spark.native import native_landing_events
 from cdc_backfill.spark.reconcile import (
@@ -35,7 +36,7 @@ def read_new_events(spark: SparkSession, landing: Path, files: Sequence[str]) ->
     The capture's own lines are parsed in the JVM (``spark.native``); any other line goes through the
     Python parser and gives the same rows it would alone.
     """
-    paths = [str(Path(landing) / STREAM_DIR / f) for f in files]
+    paths = [str(stream_dir(landing) / f) for f in files]
     if not paths:
         return spark.createDataFrame([], "path string, content binary").transform(parse_landing_files)
     return native_landing_events(spark, paths)

@@ -7,6 +7,7 @@ No session, no I/O: the caller reads the state and collects the (small) result.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -15,7 +16,9 @@ from pyspark.sql import types as T
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.reconcile import spark_type
 from cdc_backfill.verify import forms
+from cdc_backfill.verify.compare import Report
 from cdc_backfill.verify.ranges import Bound, KeyRange
+from cdc_backfill.verify.source import SourceSide
 
 MICROS_PER_DAY = 86_400_000_000
 HASH_TYPE = T.DecimalType(38, 0)  # a sum of 60-bit hashes stays exact far beyond any table's size
@@ -144,3 +147,36 @@ def range_stats(
     return hashed.groupBy("_cdc_r").agg(
         F.count(F.lit(1)).alias("_cdc_rows"), F.sum("_cdc_h").cast("string").alias("_cdc_hash")
     )
+
+
+def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -> Report:
+    """The state's range counts and hashes (Spark) against the source's, over the source's ranges.
+
+    A caller's session (tests, a verify of several collections) is used and left running; else one is
+    built for this comparison and stopped. Columns that differ are a VerifyError: no re-snapshot fixes that.
+    """
+    from pyspark.sql import SparkSession
+
+    from cdc_backfill.spark.session import build_session
+    from cdc_backfill.verify import VerifyError
+    from cdc_backfill.verify.compare import RangeStats, compare
+    from cdc_backfill.verify.forms import visible
+
+    table = source.table
+    existing = SparkSession.getActiveSession()
+    spark = build_session("cdc_backfill_verify", master=master)
+    try:
+        state = spark.read.parquet(str(current))
+        in_state = {f.name for f in state.schema.fields if not f.name.startswith("_cdc_")}
+        in_source = {c.name for c in visible(table.columns)}
+        if in_state != in_source:
+            raise VerifyError(
+                f"the columns differ: only in the source {sorted(in_source - in_state)}, only in the state "
+                f"{sorted(in_state - in_source)}; a re-snapshot cannot change that: rebuild the state"
+            )
+        rows = range_stats(state, table.columns, table.key, source.ranges).collect()
+    finally:
+        if existing is None:
+            spark.stop()
+    stats = {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
+    return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
