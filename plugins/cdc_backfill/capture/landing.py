@@ -16,9 +16,10 @@ import time
 import uuid
 from pathlib import Path
 
+from cdc_backfill.files import fsync_dir, write_atomically
 from cdc_backfill.layout import SCHEMA_DIR, STREAM_DIR
 
-__all__ = ["SCHEMA_DIR", "STREAM_DIR"]
+__all__ = ["SCHEMA_DIR", "STREAM_DIR", "fsync_dir", "write_atomically"]
 
 log = logging.getLogger(__name__)
 
@@ -39,25 +40,6 @@ def landed_position(folder: Path) -> tuple[int, int]:
             if m:
                 best = max(best, (int(m.group(2), 16), int(m.group(3), 16)))
     return best
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write a small file whole: temporary name, fsync, rename, fsync of the folder."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.part")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 class LandingWriter:

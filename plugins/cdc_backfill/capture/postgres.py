@@ -33,11 +33,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from cdc_backfill import __version__
-from cdc_backfill.capture.landing import SCHEMA_DIR, LandingWriter, landed_position, write_atomically
+from cdc_backfill.capture.landing import SCHEMA_DIR, LandingWriter, landed_position
 from cdc_backfill.config import mask_url, source_engine
+from cdc_backfill.files import write_atomically
 from cdc_backfill.layout import stream_dir
 from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
+from cdc_backfill.pg.connect import libpq_dsn
 from cdc_backfill.pg.fastpath import column_kind, encode_tuple
 from cdc_backfill.signals.tables import PROGRESS_TABLE
 
@@ -46,7 +48,6 @@ log = logging.getLogger(__name__)
 DRAIN_PREFIX = "cdc_backfill.drain"
 DEFAULT_SLOT = "cdc_backfill"
 DEFAULT_PUBLICATION = "cdc_backfill"
-SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c bytea_output=hex"
 # Fault injection for tests: the process kills itself (SIGKILL) at the named step.
 CRASH_ENV = "CDC_BACKFILL_CAPTURE_CRASH_AT"
 _RELID = struct.Struct(">I")
@@ -54,28 +55,6 @@ _RELID = struct.Struct(">I")
 
 class CaptureError(RuntimeError):
     """Capture cannot start or go on; the message says why and what to do."""
-
-
-def libpq_dsn(url: str, replication: bool = False) -> str:
-    """A libpq connection string from a SQLAlchemy URL (quoted values; the password included)."""
-    u = make_url(url)
-    if u.get_backend_name() != "postgresql":
-        raise CaptureError(f"capture reads PostgreSQL only, not {u.get_backend_name()}")
-    parts = {
-        "host": u.host or "localhost",
-        "port": str(u.port or 5432),
-        "user": u.username or "",
-        "dbname": u.database or "",
-        "password": u.password or "",
-        "options": SESSION_OPTIONS if replication else "",
-    }
-    for key, value in u.query.items():
-        parts.setdefault(key, value if isinstance(value, str) else value[0])
-
-    def q(v: str) -> str:
-        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-    return " ".join(f"{k}={q(v)}" for k, v in parts.items() if v)
 
 
 # ---------------------------------------------------------------- publication and slot

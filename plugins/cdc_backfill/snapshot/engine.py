@@ -37,12 +37,12 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
-from cdc_backfill.capture.landing import fsync_dir
-from cdc_backfill.capture.postgres import SESSION_OPTIONS, libpq_dsn
 from cdc_backfill.config import source_engine
+from cdc_backfill.files import fsync_dir
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.names import split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns, unique_keys
+from cdc_backfill.pg.connect import SESSION_OPTIONS, libpq_dsn
 from cdc_backfill.pgtypes import PgColumn, arrow_type
 from cdc_backfill.signals.model import (
     EXECUTE,

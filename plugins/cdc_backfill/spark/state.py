@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from cdc_backfill.capture.landing import write_atomically
+from cdc_backfill.files import write_atomically
 from cdc_backfill.layout import CURRENT, LOG, collection_dir, current_path, read_log, versions
 from cdc_backfill.reconcile.runs import CARRY_DIR, META_FILE
 
