@@ -153,3 +153,22 @@ def airflow_db() -> str:
     if res.returncode != 0:
         unavailable("Airflow", (res.stderr or res.stdout).strip().splitlines()[-1:])
     return os.environ["AIRFLOW_HOME"]
+
+
+@pytest.fixture(scope="module")
+def icu_server():  # type: ignore[no-untyped-def]
+    """A server whose build has ICU collations (the Debian PostgreSQL binaries; the embedded one has none)."""
+    import glob
+
+    from cdc_backfill.pg.embedded import EmbeddedPostgres
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+    if not bins:
+        unavailable("PostgreSQL with ICU", "no /usr/lib/postgresql/*/bin on this machine")
+    server = EmbeddedPostgres(bin_dir=Path(bins[-1]), settings={"fsync": "off"})
+    try:
+        server.start()
+    except Exception as exc:
+        unavailable("PostgreSQL with ICU", exc)
+    yield server
+    server.stop()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.imports import imported_after as _imported_after
 
 PLUGINS = ROOT / "plugins"
 
@@ -31,7 +31,6 @@ PURE_MODULES = [
     "cdc_backfill.capture.postgres",
     "cdc_backfill.pg.fastpath",
     "cdc_backfill.snapshot.engine",
-    "cdc_backfill.reconcile.reference",
     "cdc_backfill.cli_snapshot",
     "cdc_backfill.cli_verify",
     "cdc_backfill.reconcile.runs",
@@ -42,20 +41,6 @@ PURE_MODULES = [
     "cdc_backfill.verify.source",
     "cdc_backfill.verify.sql",
 ]
-
-
-def _imported_after(statement: str) -> set[str]:
-    code = textwrap.dedent(
-        f"""
-        import sys
-        {statement}
-        print(",".join(sorted({{m.split(".")[0] for m in sys.modules}})))
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    return set(out.stdout.strip().split(","))
 
 
 @pytest.mark.parametrize("module", PURE_MODULES)

@@ -27,7 +27,7 @@ def test_cdc_doctor_runs_for_real_against_the_test_postgres(
     )
     from airflow.dag_processing.dagbag import DagBag
 
-    from tests.airflow.test_dagbag import DAGS
+    from tests.airflow.conftest import DAGS
 
     dag = DagBag(dag_folder=str(DAGS / "cdc_doctor.py")).get_dag("cdc_doctor")
     run = dag.test(run_conf={"source_conn_id": "cdc_source"})

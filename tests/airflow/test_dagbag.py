@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.airflow
+from tests.airflow.conftest import DAGS
 
-DAGS = Path(__file__).resolve().parents[2] / "dags"
+pytestmark = pytest.mark.airflow
 
 
 def test_every_dag_file_imports_cleanly_and_offline(airflow_db: str, monkeypatch: pytest.MonkeyPatch) -> None:

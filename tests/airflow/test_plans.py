@@ -151,7 +151,7 @@ def test_schedules_file_entries_become_dags_or_say_what_is_wrong() -> None:
     ["cdc_backfill.airflow.plans", "cdc_backfill.airflow.schedules", "cdc_backfill.airflow.defaults"],
 )
 def test_the_decisions_import_neither_airflow_nor_spark(module: str) -> None:
-    from tests.test_layout import _imported_after
+    from tests.support.imports import imported_after as _imported_after
 
     loaded = _imported_after(f"import {module}")
     assert "airflow" not in loaded and "pyspark" not in loaded

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.capture.postgres import CRASH_ENV, PostgresCapture
 from tests.capture.conftest import capture_cmd, landed_events, run_capture
-from tests.capture.test_capture_pg import sql
+from tests.support.pg import sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 

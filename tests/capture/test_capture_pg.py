@@ -11,16 +11,9 @@ import sqlalchemy as sa
 from cdc_backfill.capture.postgres import CaptureError, PostgresCapture, capture_status
 from cdc_backfill.events.model import ChangeEvent
 from tests.capture.conftest import landed_events, run_capture
+from tests.support.pg import sql
 
 pytestmark = pytest.mark.pg
-
-
-def sql(url: str, *statements: str) -> None:
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        for s in statements:
-            conn.execute(sa.text(s))
-    engine.dispose()
 
 
 def of(events: list[ChangeEvent], collection: str) -> list[ChangeEvent]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc_backfill.reconcile.reference import (
+from tests.support.reference import (
     Change,
     ReadRow,
     Result,
@@ -520,7 +520,7 @@ def test_window_straddling_two_runs_still_drops_a_read_changed_in_the_first() ->
 def test_unchanged_column_comes_from_a_read_dropped_by_the_same_update() -> None:
     """A TOAST-only update inside a READ's window drops the READ; the READ still supplies the column the
     update did not send (it was constant across the window), found by the snapshot torture test."""
-    from cdc_backfill.reconcile.reference import Change, ReadRow, reconcile
+    from tests.support.reference import Change, ReadRow, reconcile
 
     sig = "s.sig"
     changes = [

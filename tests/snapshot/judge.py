@@ -12,8 +12,9 @@ import sqlalchemy as sa
 from cdc_backfill.events import parse_file
 from cdc_backfill.names import collection_name, split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns
-from cdc_backfill.pgtypes import PgColumn, from_arrow, from_debezium, from_text
-from cdc_backfill.reconcile.reference import Change, ReadRow, Result, reconcile
+from cdc_backfill.pgtypes import PgColumn
+from tests.support.reference import Change, ReadRow, Result, reconcile
+from tests.support.typed import from_arrow, from_debezium, from_text
 
 SIGNAL = "public.cdc_signal"
 

@@ -13,8 +13,8 @@ import pytest
 
 from cdc_backfill.snapshot.engine import CRASH_ENV
 from tests.snapshot.judge import assert_consistent
-from tests.snapshot.test_engine_pg import drain, send
 from tests.snapshot.workload import Writers, seed
+from tests.support.pg import drain, send
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 

@@ -5,49 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
-from cdc_backfill.capture.postgres import PostgresCapture
-from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.snapshot.judge import assert_consistent
 from tests.snapshot.workload import Writers, seed
+from tests.support.pg import InWindow, drain, send
 
 pytestmark = pytest.mark.pg
 
 TABLES = ["public.orders", "public.lines", "public.words"]
-
-
-def drain(url: str, landing: Path) -> None:
-    PostgresCapture(url, landing).run()
-
-
-def send(url: str, *collections: str, **kw: object) -> str:
-    store = SignalStore(url)
-    store.init()
-    sig = Signal(f"sig-{len(store.rows())}", "execute-snapshot", collections, "incremental", **kw)  # type: ignore[arg-type]
-    store.send(sig)
-    return sig.id
-
-
-class InWindow:
-    """Inside every window of ``orders``: change the chunk's first row from another connection, so each
-    chunk has a READ that the stream supersedes (random writers alone rarely hit a key while its
-    few-millisecond window is open)."""
-
-    def __init__(self, url: str, action: str = "UPDATE orders SET status = 'in-window' WHERE id = "
-                 "(SELECT min(id) FROM orders WHERE id > :after)") -> None:  # fmt: skip
-        self.engine = sa.create_engine(url)
-        self.action = action
-        self.calls = 0
-
-    def __call__(self, shape, after) -> None:  # type: ignore[no-untyped-def]
-        if shape.collection != "public.orders":
-            return
-        with self.engine.begin() as conn:
-            conn.execute(sa.text(self.action), {"after": int(after[0]) if after else 0})
-        self.calls += 1
 
 
 @pytest.mark.parametrize("readers", [1, 2])

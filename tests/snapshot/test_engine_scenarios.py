@@ -10,16 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.pg.embedded import EmbeddedPostgres
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
-from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.status import summarize
-from tests.capture.test_capture_pg import sql
-from tests.conftest import unavailable
 from tests.snapshot.judge import assert_consistent
-from tests.snapshot.test_engine_pg import drain
 from tests.snapshot.workload import WORDS, Writers, seed
+from tests.support.pg import drain, sql
+from tests.support.pg import eager_engine as engine
+from tests.support.pg import send_as as send
 
 pytestmark = pytest.mark.pg
 
@@ -29,18 +27,6 @@ def landed(landing: Path, collection: str) -> list[dict]:
     for f in sorted((landing / "snapshots" / collection).glob("*.parquet")):
         rows.extend(pq.read_table(f).to_pylist())
     return rows
-
-
-def send(url: str, sid: str, *collections: str, **kw: object) -> None:
-    store = SignalStore(url)
-    store.init()
-    store.send(Signal(sid, "execute-snapshot", collections, "incremental", **kw))  # type: ignore[arg-type]
-
-
-def engine(url: str, landing: Path, **kw: object) -> SnapshotEngine:
-    e = SnapshotEngine(url, landing, **kw)  # type: ignore[arg-type]
-    e.control_interval = 0.0  # look at the signals before every chunk
-    return e
 
 
 def test_composite_and_nullable_keys_with_chunk_size_1_visit_every_row_once(
@@ -63,21 +49,6 @@ def test_composite_and_nullable_keys_with_chunk_size_1_visit_every_row_once(
     assert len(tagged) == 60 and set(tagged.values()) == {1}  # 15 NULL codes read in a chunk of their own
     meta = pq.read_schema(glob.glob(str(tmp_path / "snapshots" / "public.tagged" / "*.parquet"))[0]).metadata
     assert meta[b"cdc.key"] == b'["id"]' and meta[b"cdc.chunk_key"] == b'["code"]'
-
-
-@pytest.fixture(scope="module")
-def icu_server():  # type: ignore[no-untyped-def]
-    """A server whose build has ICU collations (the Debian PostgreSQL binaries; the embedded one has none)."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-    if not bins:
-        unavailable("PostgreSQL with ICU", "no /usr/lib/postgresql/*/bin on this machine")
-    server = EmbeddedPostgres(bin_dir=Path(bins[-1]), settings={"fsync": "off"})
-    try:
-        server.start()
-    except Exception as exc:
-        unavailable("PostgreSQL with ICU", exc)
-    yield server
-    server.stop()
 
 
 def test_text_key_under_a_collation_python_does_not_know(icu_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

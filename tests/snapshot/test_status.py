@@ -44,7 +44,9 @@ def test_summary_rate_and_time_left() -> None:
 def test_status_command_against_a_real_run(
     fresh_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.snapshot.test_engine_scenarios import engine, send, sql
+    from tests.support.pg import eager_engine as engine
+    from tests.support.pg import send_as as send
+    from tests.support.pg import sql
 
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t SELECT generate_series(1, 100)")
     assert main(["snapshot", "status", "--source", fresh_db]) == 0

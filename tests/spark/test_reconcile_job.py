@@ -13,8 +13,8 @@ import pytest
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.submit import reconcile_command
 from tests.snapshot.judge import columns_of, source_state
-from tests.snapshot.test_engine_pg import InWindow, drain, send
 from tests.snapshot.workload import Writers, seed
+from tests.support.pg import InWindow, drain, send
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 

@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import types as T
 
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.reconcile.reference import Change, ReadRow, reconcile
 from cdc_backfill.spark.landing import POSITION_TYPE
 from cdc_backfill.spark.reconcile import reconcile_collection
+from tests.support.reference import Change, ReadRow, reconcile
 
 pytestmark = pytest.mark.spark
 

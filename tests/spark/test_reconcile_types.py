@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.pgtypes import PgColumn, from_text
+from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from spark_jobs.reconcile import parse_args, run
 from tests.snapshot.judge import columns_of, source_state
-from tests.snapshot.test_engine_pg import drain, send
+from tests.support.pg import drain, send
+from tests.support.typed import from_text
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 

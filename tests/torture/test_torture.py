@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from spark_jobs.reconcile import parse_args, run
 from tests.snapshot.judge import columns_of, source_state
-from tests.snapshot.test_engine_pg import InWindow, drain, send
 from tests.snapshot.workload import Writers, seed
+from tests.support.pg import InWindow, drain, send
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.torture]
 

@@ -13,8 +13,8 @@ import pytest
 
 from cdc_backfill.cli import build_parser, main
 from cdc_backfill.cli_verify import VERIFY_EPILOG
-from tests.capture.test_capture_pg import sql
-from tests.test_layout import _imported_after
+from tests.support.imports import imported_after as _imported_after
+from tests.support.pg import sql
 
 PURE = [
     "cdc_backfill.verify",

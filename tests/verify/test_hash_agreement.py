@@ -10,8 +10,7 @@ import pytest
 import sqlalchemy as sa
 from pyspark.sql import functions as F
 
-from tests.capture.test_capture_pg import sql
-from tests.snapshot.test_engine_scenarios import icu_server  # noqa: F401  (a fixture)
+from tests.support.pg import sql
 from tests.verify.helpers import range_of, snapshot_state, verify
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark]
@@ -125,7 +124,7 @@ def test_every_key_type_cuts_the_same_ranges_on_both_sides(
     assert len(verify(fresh_db, "public.keyed", state, ranges=7).differing) == 1
 
 
-def test_text_keys_under_an_icu_collation_are_ranged_by_bytes(icu_server, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_text_keys_under_an_icu_collation_are_ranged_by_bytes(icu_server, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
     url = icu_server.url.rsplit("/", 1)[0] + "/verify_icu"
     admin = sa.create_engine(icu_server.url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:

@@ -18,8 +18,8 @@ import pytest
 from cdc_backfill.cli import main
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from tests.snapshot.test_engine_pg import InWindow, drain, send
 from tests.snapshot.workload import Writers, seed
+from tests.support.pg import InWindow, drain, send
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

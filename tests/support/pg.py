@@ -1,0 +1,66 @@
+"""Helpers for tests on a real PostgreSQL: statements, a drain of the capture, signals, the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.signals.model import Signal
+from cdc_backfill.signals.store import SignalStore
+from cdc_backfill.snapshot.engine import SnapshotEngine
+
+
+def sql(url: str, *statements: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for s in statements:
+            conn.execute(sa.text(s))
+    engine.dispose()
+
+
+def drain(url: str, landing: Path) -> None:
+    PostgresCapture(url, landing).run()
+
+
+def send(url: str, *collections: str, **kw: object) -> str:
+    """An execute-snapshot with a generated id; returns the id."""
+    store = SignalStore(url)
+    store.init()
+    sig = Signal(f"sig-{len(store.rows())}", "execute-snapshot", collections, "incremental", **kw)  # type: ignore[arg-type]
+    store.send(sig)
+    return sig.id
+
+
+def send_as(url: str, sid: str, *collections: str, **kw: object) -> None:
+    """An execute-snapshot with the id given."""
+    store = SignalStore(url)
+    store.init()
+    store.send(Signal(sid, "execute-snapshot", collections, "incremental", **kw))  # type: ignore[arg-type]
+
+
+def eager_engine(url: str, landing: Path, **kw: object) -> SnapshotEngine:
+    """An engine that looks at the signals before every chunk."""
+    e = SnapshotEngine(url, landing, **kw)  # type: ignore[arg-type]
+    e.control_interval = 0.0
+    return e
+
+
+class InWindow:
+    """Inside every window of ``orders``: change the chunk's first row from another connection, so each
+    chunk has a READ that the stream supersedes (random writers alone rarely hit a key while its
+    few-millisecond window is open)."""
+
+    def __init__(self, url: str, action: str = "UPDATE orders SET status = 'in-window' WHERE id = "
+                 "(SELECT min(id) FROM orders WHERE id > :after)") -> None:  # fmt: skip
+        self.engine = sa.create_engine(url)
+        self.action = action
+        self.calls = 0
+
+    def __call__(self, shape, after) -> None:  # type: ignore[no-untyped-def]
+        if shape.collection != "public.orders":
+            return
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(self.action), {"after": int(after[0]) if after else 0})
+        self.calls += 1
