@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill import doctor
+from tests.support.pg import plain_url
 
 
 def test_render_shows_the_fix_for_what_failed() -> None:
@@ -88,7 +89,7 @@ def test_doctor_cli_reports_every_part_ok(pg_url: str, airflow_db: str) -> None:
             "doctor",
             "--json",
             "--source",
-            "postgresql://" + pg_url.split("://")[1],
+            plain_url(pg_url),
         ],
         capture_output=True,
         text=True,

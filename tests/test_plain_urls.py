@@ -13,13 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from tests.support.output import spark_info_lines
+from tests.support.pg import plain_url
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
-
-
-def plain(url: str) -> str:
-    """The test server's URL as people write it (no driver)."""
-    return "postgresql://" + url.split("://", 1)[1]
 
 
 def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -55,7 +51,7 @@ def test_an_unreachable_server_is_one_line_and_exit_3(tmp_path: Path, scheme: st
 
 @pytest.mark.spark
 def test_every_source_command_takes_a_plain_postgresql_url(fresh_db: str, tmp_path: Path) -> None:
-    url = plain(fresh_db)
+    url = plain_url(fresh_db)
     engine = sa.create_engine(fresh_db)
     with engine.begin() as conn:
         conn.execute(sa.text("CREATE TABLE orders (id int PRIMARY KEY, status text)"))

@@ -29,6 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
+from cdc_backfill.logs import VERBOSE_FORMAT
 from cdc_backfill.runtime import project_root
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ def quiet_console(log_file: Path, verbose: bool) -> Iterator[None]:
     """The engine's and the capture's step log (a line per chunk) goes to ``log_file``; the terminal
     keeps the progress display and warnings. With ``verbose`` the terminal gets everything too."""
     handler = logging.FileHandler(log_file)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(VERBOSE_FORMAT))
     handler.setLevel(logging.DEBUG)
     root = logging.getLogger()
     console = [

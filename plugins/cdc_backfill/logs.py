@@ -35,9 +35,6 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is when a record comes (as ``logging.lastResort`` does), so a
     replaced or captured stderr never leaves it writing to a closed stream."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property  # type: ignore[override]
     def stream(self):  # type: ignore[no-untyped-def]
         return sys.stderr

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.layout import collection_dir, current_path, read_log, state_collections
+from cdc_backfill.layout import CURRENT, collection_dir, current_path, read_log, state_collections
 
 HIDDEN = ("_cdc_position", "_cdc_unknown")
 
@@ -91,9 +91,10 @@ def run_sql(state: Path, sql: str, limit: int | None = None) -> Result:
     con = duckdb.connect()
     try:
         for coll, names in views.items():
-            current = current_path(state, coll)
+            # resolved once: a reconcile switching `current` meanwhile cannot mix two versions in a query
+            current = (collection_dir(state, coll) / CURRENT).resolve()
             for name in names:
-                con.execute(view_sql(coll, current.resolve() if current else Path(state) / coll, name))
+                con.execute(view_sql(coll, current, name))
         try:
             rel = con.sql(sql)
         except duckdb.Error as exc:

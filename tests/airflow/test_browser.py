@@ -31,6 +31,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.pg.embedded import free_port
 from tests.conftest import ROOT, unavailable
+from tests.support.pg import plain_url
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
@@ -97,7 +98,7 @@ def airflow_url(fresh_db: str, tmp_path: Path) -> Iterator[str]:
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(home / "passwords.json"),
         AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
         # `make airflow` wires cdc_source from the project's source setting
-        CDC_BACKFILL_SOURCE_URL="postgresql://" + fresh_db.split("://", 1)[1],
+        CDC_BACKFILL_SOURCE_URL=plain_url(fresh_db),
         CDC_BACKFILL_LANDING=str(tmp_path / "lake"),
         CDC_BACKFILL_STATE=str(tmp_path / "state"),
         CDC_BACKFILL_SCHEDULES=str(tmp_path / "no-schedules.toml"),

@@ -12,6 +12,11 @@ from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 
 
+def plain_url(url: str) -> str:
+    """A test server's URL as people write it: ``postgresql://`` with no driver named."""
+    return "postgresql://" + url.split("://", 1)[1]
+
+
 def sql(url: str, *statements: str) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
