@@ -48,7 +48,7 @@ from cdc_backfill.capture.landing import LandingWriter
 from cdc_backfill.capture.postgres import line_tail, row_line, source_prefix
 from cdc_backfill.layout import SNAPSHOT_DIR, STREAM_DIR
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.snapshot.engine import TableShape
+from cdc_backfill.snapshot.shape import TableShape
 
 log = logging.getLogger(__name__)
 

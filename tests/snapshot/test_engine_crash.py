@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.snapshot.engine import CRASH_ENV
+from cdc_backfill.snapshot.faults import CRASH_ENV
 from tests.snapshot.judge import assert_consistent
 from tests.snapshot.workload import Writers, seed
 from tests.support.pg import drain, send

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.layout import snapshot_dir
+from cdc_backfill.snapshot.chunks import remove_partial_chunks
 from cdc_backfill.snapshot.engine import SnapshotEngine
 
 
@@ -23,9 +23,7 @@ class ScopedSnapshotEngine(SnapshotEngine):
     def init(self) -> None:
         self.signals.init()
         self.progress.init()
-        # Only this collection's stale chunk files: another task may be writing its own right now.
-        for stale in snapshot_dir(self.landing, self.collection).glob(".*.parquet.part"):
-            stale.unlink(missing_ok=True)
+        remove_partial_chunks(self.landing, self.collection)
 
     def pending_work(self) -> list[Any]:
         return [

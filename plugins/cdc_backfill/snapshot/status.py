@@ -89,3 +89,19 @@ def render(statuses: list[CollectionStatus]) -> str:
             + (f"  ({s.reason})" if s.reason else "")
         )
     return "\n".join(lines)
+
+
+def signal_rollup(statuses: Collection[str], current: str, all_planned: bool) -> str:
+    """An execute signal's status from the statuses of all its collections' ranges (pure).
+
+    Running while a collection is not planned yet or a range still has work (keeping ``current`` when
+    nothing was planned at all); once all finished: ``failed`` or ``stopped`` only when every range
+    ended so, else ``done`` (the reason names the collections that failed or stopped)."""
+    seen = set(statuses)
+    if not all_planned or seen & set(UNFINISHED):
+        return "running" if seen else current
+    if seen == {"failed"}:
+        return "failed"
+    if seen == {"stopped"}:
+        return "stopped"
+    return "done"

@@ -1,0 +1,74 @@
+"""Planning a collection: fix its largest key and cut the key space into ranges, reading keys only, so
+several readers can each take ranges (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from cdc_backfill.snapshot.progress import NULL_RANGE
+from cdc_backfill.snapshot.sql import (
+    ChunkTable,
+    boundary_select,
+    compile_sql,
+    count_select,
+    key_params,
+    max_key_select,
+)
+
+RANGES_PER_READER = 4
+
+Range = tuple[int, list[str] | None, list[str] | None]  # (range number, start after, up to)
+
+
+@dataclass(frozen=True)
+class RangePlan:
+    ranges: list[Range]
+    estimate: int  # rows, from a count when the collection started
+    empty: bool  # no rows at all: nothing to read
+
+
+def range_count(readers: int, estimate: int, chunk_size: int) -> int:
+    """How many ranges to cut: one per reader would leave readers idle at the end, so a few each (pure)."""
+    if readers <= 1:
+        return 1
+    return max(1, min(readers * RANGES_PER_READER, estimate // max(1, chunk_size)))
+
+
+def plan_ranges(
+    conn: sa.Connection, ct: ChunkTable, dialect: str, readers: int, chunk_size: int
+) -> RangePlan:
+    hi_row = conn.execute(sa.text(compile_sql(max_key_select(ct, dialect), dialect))).first()
+    estimate = int(conn.execute(sa.text(compile_sql(count_select(ct), dialect))).scalar_one())
+    ranges: list[Range] = []
+    if hi_row is not None:
+        hi = [str(v) for v in hi_row]
+        n = range_count(readers, estimate, chunk_size)
+        bounds: list[list[str] | None] = [None]
+        if n > 1:
+            step = math.ceil(estimate / n)
+            for _ in range(n - 1):
+                lo = bounds[-1]
+                stmt = boundary_select(ct, dialect, after=lo is not None, step=step)
+                params = {**key_params("lo", lo), **key_params("hi", hi)}
+                row = conn.execute(bind(stmt, dialect), params).first()
+                if row is None:
+                    break
+                bounds.append([str(v) for v in row])
+        for i, lo in enumerate(bounds):
+            ranges.append((i, lo, bounds[i + 1] if i + 1 < len(bounds) else hi))
+    if ct.nullable_key:
+        ranges.append((NULL_RANGE, None, None))
+    if not ranges:  # an empty table: nothing to read, done at once
+        ranges.append((0, None, None))
+    return RangePlan(ranges, estimate, hi_row is None)
+
+
+def bind(stmt: Any, dialect: str) -> sa.TextClause:
+    """A compiled statement as text with :named parameters for SQLAlchemy's execute."""
+    sql = compile_sql(stmt, dialect)
+    return sa.text(re.sub(r"%\((\w+)\)s", r":\1", sql))
