@@ -1,12 +1,14 @@
 """The names of every folder and file of the landing zone and the state: what every reader and writer
 of them uses (pure).
 
-Landing zone: ``<landing>/stream/`` the stream files; ``<landing>/snapshots/<collection>/<chunk>.parquet``
+Landing zone: ``<landing>/stream/cdc-<first commit>-<last commit>-<last lsn>.jsonl`` the capture's
+stream files (other tools' files keep their names); ``<landing>/snapshots/<collection>/<chunk>.parquet``
 the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types.
 
 State: ``<state>/<collection>/v000007/*.parquet`` is one complete version; ``<state>/<collection>/current``
 a link to the newest complete one; ``<state>/<collection>/_log.json`` the versions written;
-``<state>/_runs/*.json`` each reconcile run's summary.
+``<state>/_runs/*.json`` each reconcile run's summary. Beside its rows each version keeps ``_cdc_meta.json``
+(what it consumed) and ``_cdc_carry/`` (events held for the next run).
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ STREAM_DIR = "stream"
 SNAPSHOT_DIR = "snapshots"
 SCHEMA_DIR = "_schemas"
 
+STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")  # stream files of any capture
+_STREAM_FILE_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})\.jsonl$")
+
 CURRENT = "current"
+META_FILE = "_cdc_meta.json"
+CARRY_DIR = "_cdc_carry"
 LOG = "_log.json"
 RUNS_DIR = "_runs"
 _VERSION_RE = re.compile(r"^v(\d{6})$")
@@ -28,6 +35,24 @@ _VERSION_RE = re.compile(r"^v(\d{6})$")
 
 def stream_dir(landing: Path) -> Path:
     return Path(landing) / STREAM_DIR
+
+
+def stream_file_name(first_commit: int, last_commit: int, last_lsn: int) -> str:
+    """A finished stream file of the capture, named by the positions it holds (16 hex digits each)."""
+    return f"cdc-{first_commit:016X}-{last_commit:016X}-{last_lsn:016X}.jsonl"
+
+
+def stream_file_position(name: str) -> tuple[int, int] | None:
+    """The (commit lsn, lsn) of the last event in a capture stream file; None for any other name."""
+    m = _STREAM_FILE_RE.match(name)
+    return (int(m.group(2), 16), int(m.group(3), 16)) if m else None
+
+
+def capture_stream_files(landing: Path) -> list[Path]:
+    """The capture's finished stream files, oldest first."""
+    folder = stream_dir(landing)
+    files = folder.glob("cdc-*.jsonl") if folder.is_dir() else []
+    return sorted(p for p in files if stream_file_position(p.name) is not None)
 
 
 def snapshot_dir(landing: Path, collection: str) -> Path:

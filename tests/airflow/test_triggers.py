@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger
-from cdc_backfill.capture.landing import file_name
+from cdc_backfill.layout import stream_file_name as file_name
 
 pytestmark = pytest.mark.airflow
 

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 TOAST = "__debezium_unavailable_value"
-COLUMNS = [{"name": "id", "type": "integer", "oid": 23}, {"name": "v", "type": "text", "oid": 25},
-           {"name": "big", "type": "text", "oid": 25}]  # fmt: skip
+COLUMNS = [{"name": "id", "type": "integer", "type_oid": 23}, {"name": "v", "type": "text", "type_oid": 25},
+           {"name": "big", "type": "text", "type_oid": 25}]  # fmt: skip
 
 
 @dataclass

@@ -11,34 +11,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import time
 import uuid
 from pathlib import Path
 
-from cdc_backfill.files import fsync_dir, write_atomically
-from cdc_backfill.layout import SCHEMA_DIR, STREAM_DIR
-
-__all__ = ["SCHEMA_DIR", "STREAM_DIR", "fsync_dir", "write_atomically"]
+from cdc_backfill.files import fsync_dir
+from cdc_backfill.layout import stream_dir, stream_file_name, stream_file_position
 
 log = logging.getLogger(__name__)
-
-_NAME_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})\.jsonl$")
-
-
-def file_name(first_commit: int, last_commit: int, last_lsn: int) -> str:
-    return f"cdc-{first_commit:016X}-{last_commit:016X}-{last_lsn:016X}.jsonl"
 
 
 def landed_position(folder: Path) -> tuple[int, int]:
     """The greatest (commit lsn, lsn) in finished stream files; (0, 0) for an empty landing zone."""
     best = (0, 0)
-    stream = folder / STREAM_DIR
+    stream = stream_dir(folder)
     if stream.is_dir():
         for entry in os.scandir(stream):
-            m = _NAME_RE.match(entry.name)
-            if m:
-                best = max(best, (int(m.group(2), 16), int(m.group(3), 16)))
+            position = stream_file_position(entry.name)
+            if position is not None:
+                best = max(best, position)
     return best
 
 
@@ -51,7 +42,7 @@ class LandingWriter:
     """
 
     def __init__(self, folder: Path, roll_bytes: int = 64 << 20, roll_seconds: float = 60.0) -> None:
-        self.stream = Path(folder) / STREAM_DIR
+        self.stream = stream_dir(folder)
         self.stream.mkdir(parents=True, exist_ok=True)
         # Left-over partial files of a crashed run hold nothing confirmed: their events come again.
         for stale in self.stream.glob(".cdc-*.part"):
@@ -101,7 +92,7 @@ class LandingWriter:
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()
-        final = self.stream / file_name(self._first[0], self._last_commit, self._last_lsn)
+        final = self.stream / stream_file_name(self._first[0], self._last_commit, self._last_lsn)
         os.replace(self._tmp, final)
         fsync_dir(self.stream)
         log.info("landed %s (%s bytes)", final.name, self._bytes)

@@ -1,5 +1,6 @@
 """A PostgreSQL table's columns and keys, read from the catalog: the one reader the snapshot engine,
-verify and the tests' judge share (the capture learns columns from relation messages instead)."""
+verify, the capture (for the key and type names of a relation message) and the tests' judge share.
+Reconcile reads the same facts from the landing zone's schema documents, which these queries wrote."""
 
 from __future__ import annotations
 
@@ -36,6 +37,24 @@ PK_SQL = sa.text(
     ORDER BY array_position(i.indkey, a.attnum)
     """
 )
+PK_BY_OID_SQL = sa.text(
+    """
+    SELECT a.attname FROM pg_index i
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+    WHERE i.indrelid = :relid AND i.indisprimary
+    ORDER BY array_position(i.indkey, a.attnum)
+    """
+)
+TABLES_SQL = sa.text(
+    """
+    SELECT n.nspname AS schema, c.relname AS table, c.relreplident AS identity,
+           EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary) AS has_pk
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+      AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%'
+    ORDER BY 1, 2
+    """
+)
 
 
 def table_columns(conn: sa.Connection, schema: str | None, table: str) -> tuple[PgColumn, ...]:
@@ -52,3 +71,27 @@ def primary_key(conn: sa.Connection, schema: str | None, table: str) -> tuple[st
 def unique_keys(conn: sa.Connection, schema: str | None, table: str) -> set[tuple[str, ...]]:
     """The column lists of the table's unique indexes without a predicate."""
     return {tuple(r.cols) for r in conn.execute(UNIQUE_SQL, {"schema": schema, "table": table})}
+
+
+def primary_key_of(conn: sa.Connection, relid: int) -> tuple[str, ...]:
+    """The primary key of the table with this oid (a relation message names its table by oid)."""
+    return tuple(r[0] for r in conn.execute(PK_BY_OID_SQL, {"relid": relid}))
+
+
+def type_name(conn: sa.Connection, type_oid: int, typmod: int) -> str:
+    """A column type as ``format_type`` writes it, e.g. ``numeric(12,2)``."""
+    return str(conn.execute(sa.text("SELECT format_type(:o, :m)"), {"o": type_oid, "m": typmod}).scalar_one())
+
+
+def array_element(conn: sa.Connection, type_oid: int) -> int | None:
+    """The element type of an array type; None for any other type."""
+    row = conn.execute(
+        sa.text("SELECT typelem, typcategory FROM pg_type WHERE oid = :o"), {"o": type_oid}
+    ).first()
+    return int(row.typelem) if row is not None and row.typcategory == "A" else None
+
+
+def user_tables(conn: sa.Connection) -> list[sa.Row]:
+    """Every ordinary and partitioned table outside the system schemas: schema, table, replica identity
+    (d, f, i, n) and whether it has a primary key."""
+    return list(conn.execute(TABLES_SQL))

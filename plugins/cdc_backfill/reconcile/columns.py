@@ -30,13 +30,18 @@ def collection_columns(landing: Path, collection: str) -> tuple[list[PgColumn], 
         import pyarrow.parquet as pq
 
         meta = pq.read_schema(chunks[-1]).metadata
-        cols = [PgColumn(c["name"], c["type"], int(c["oid"])) for c in json.loads(meta[b"cdc.columns"])]
-        return cols, json.loads(meta[b"cdc.key"])
+        return [column_of(c) for c in json.loads(meta[b"cdc.columns"])], json.loads(meta[b"cdc.key"])
     path = schema_file(landing, collection)
     if path.exists():
         doc = json.loads(path.read_text())
-        cols = [PgColumn(c["name"], c["type"], int(c["type_oid"])) for c in doc["columns"]]
-        return cols, list(doc["key"])
+        return [column_of(c) for c in doc["columns"]], list(doc["key"])
     raise FileNotFoundError(
         f"nothing in {landing} describes {collection}: no snapshot chunk, no _schemas file"
     )
+
+
+def column_of(doc: dict[str, object]) -> PgColumn:
+    """A column of a chunk's metadata or a schema document. Both say ``type_oid``; chunks landed by
+    earlier versions said ``oid`` and are still read."""
+    oid = doc.get("type_oid", doc.get("oid"))
+    return PgColumn(str(doc["name"]), str(doc["type"]), int(oid))  # type: ignore[call-overload]

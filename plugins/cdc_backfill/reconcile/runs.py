@@ -15,12 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.layout import STREAM_DIR, snapshot_dir, stream_dir
-
-__all__ = ["STREAM_DIR"]
-META_FILE = "_cdc_meta.json"
-CARRY_DIR = "_cdc_carry"
-STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")
+from cdc_backfill.layout import CARRY_DIR, META_FILE, STREAM_SUFFIXES, snapshot_dir, stream_dir
 
 
 @dataclass(frozen=True)

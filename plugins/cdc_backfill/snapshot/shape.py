@@ -52,7 +52,9 @@ class TableShape:
             "cdc.collection": self.collection,
             "cdc.key": json.dumps(list(self.identity)),
             "cdc.chunk_key": json.dumps(list(self.chunk_key)),
-            "cdc.columns": json.dumps([{"name": c.name, "type": c.type, "oid": c.oid} for c in self.columns]),
+            "cdc.columns": json.dumps(
+                [{"name": c.name, "type": c.type, "type_oid": c.oid} for c in self.columns]
+            ),
         }
         return pa.schema(fields, metadata=meta)
 

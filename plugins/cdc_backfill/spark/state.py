@@ -21,8 +21,16 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from cdc_backfill.files import write_atomically
-from cdc_backfill.layout import CURRENT, LOG, collection_dir, current_path, read_log, versions
-from cdc_backfill.reconcile.runs import CARRY_DIR, META_FILE
+from cdc_backfill.layout import (
+    CARRY_DIR,
+    CURRENT,
+    LOG,
+    META_FILE,
+    collection_dir,
+    current_path,
+    read_log,
+    versions,
+)
 
 __all__ = ["current_path", "read_log", "write_version"]
 
