@@ -8,7 +8,7 @@ landed as Parquet with the snapshot engine's schema and metadata.
 
 Measured, each on the same files:
 
-(a) the full reconcile: the job itself (``spark_jobs/reconcile.py``'s ``run``): the stream files parsed
+(a) the full reconcile: the job itself (``cdc_backfill.spark.job.reconcile_landing``, what ``spark_jobs/reconcile.py`` calls): the stream files parsed
     (the capture's lines in the JVM, ``spark.native``), windows found, READs judged, merged, the run
     summary counted, and a new state version written as Parquet with its carry and metadata;
 (b) the bare Spark floor: ``spark.read.json`` with a fixed schema, latest event per key with
@@ -297,9 +297,9 @@ def duckdb_floor(stream: Path, out: Path, threads: int) -> None:
 
 def full_reconcile(spark: Any, landing: Path, state: Path) -> dict[str, Any]:
     """The reconcile job's own run, from an empty state: what ``cdc-backfill reconcile`` does."""
-    from spark_jobs.reconcile import parse_args, run
+    from cdc_backfill.spark.job import reconcile_landing
 
-    return run(spark, parse_args(["--landing", str(landing), "--state", str(state)]))
+    return reconcile_landing(spark, landing, state)
 
 
 def main() -> None:
@@ -343,7 +343,8 @@ def main() -> None:
         from pyspark.sql import functions as F
 
         from cdc_backfill.spark.landing import landing_events
-        from cdc_backfill.spark.native import native_landing_events, native_rows, read_landing_lines
+        from cdc_backfill.spark.lines import read_landing_lines
+        from cdc_backfill.spark.native import native_landing_events, native_rows
         from cdc_backfill.spark.session import build_session
 
         load_before = os.getloadavg()

@@ -1,8 +1,8 @@
 """spark-submit entry point: reconcile landed stream events and READ chunks into versioned states.
 
-Thin: parse arguments, build the session, read, call cdc_backfill.spark.runs, write. Each run reads
-only the stream files and READ chunks the collection's current state has not consumed, plus the carry
-that state left (see cdc_backfill.reconcile.runs).
+Thin: parse arguments, build the session, call ``cdc_backfill.spark.job.reconcile_landing``, print its
+summary. Each run reads only the stream files and READ chunks the collection's current state has not
+consumed, plus the carry that state left (see cdc_backfill.reconcile.runs).
 """
 
 from __future__ import annotations
@@ -11,30 +11,11 @@ import argparse
 import json
 import logging
 import sys
-import time
-from collections import defaultdict
-from pathlib import Path
-from typing import Any
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
-from cdc_backfill.layout import STREAM_DIR
 from cdc_backfill.logs import setup_logging
-from cdc_backfill.reconcile.columns import collection_columns, landed_collections
-from cdc_backfill.reconcile.runs import RunInput, plan_run, stream_files
-from cdc_backfill.reconcile.unapplied import (
-    Unapplied,
-    no_types_reason,
-    read_unapplied,
-    relative_stream_file,
-    write_unapplied,
-)
-from cdc_backfill.spark.landing import events_only
-from cdc_backfill.spark.reconcile import STREAM_COLUMNS
-from cdc_backfill.spark.runs import read_new_events, read_run, reconcile_run, untyped_counts
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.spark.job import LandingError, reconcile_landing
 from cdc_backfill.spark.session import build_session
-from cdc_backfill.spark.state import current_path, write_version
 
 log = logging.getLogger("cdc_backfill.reconcile")
 
@@ -44,111 +25,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--landing", required=True)
     ap.add_argument("--state", required=True)
     ap.add_argument("--collections", nargs="*")
-    ap.add_argument("--signal-collection", default="public.cdc_signal")
+    # --signal-collection: its earlier name, still taken (spark-submit arguments written by an older release)
+    ap.add_argument(
+        "--signal-table", "--signal-collection", dest="signal_table", default=DEFAULT_SIGNAL_COLLECTION
+    )
     ap.add_argument("--keep-versions", type=int, default=3)
     ap.add_argument("-v", "--verbose", action="store_true", help="log every detail, Spark's too")
     return ap.parse_args(argv)
-
-
-class LandingError(ValueError):
-    """The landing zone cannot be reconciled as given; the message says why."""
-
-
-def run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
-    landing, state_dir = Path(args.landing), Path(args.state)
-    if not landing.is_dir():
-        raise LandingError(
-            f"no landing zone at {landing}: give the folder the capture and snapshots write to"
-        )
-    started = time.time()
-    files = stream_files(landing)
-    scope = args.collections or None
-    runs, untyped = [], set()
-    for coll in scope or landed_collections(landing, args.signal_collection):
-        try:
-            columns, key = collection_columns(landing, coll)
-        except FileNotFoundError:
-            untyped.add(coll)
-            continue
-        runs.append((plan_run(landing, coll, current_path(state_dir, coll), files), columns, key))
-    if not files and not runs:
-        log.info("nothing to reconcile: no stream files and no snapshot chunks in %s", landing)
-    # Events of collections nothing types are counted once per stream file (scoped runs do not keep
-    # the record: they counted only their own collections).
-    record = read_unapplied(state_dir) if scope is None else Unapplied()
-    unchecked = [f for f in files if f not in record.checked]
-    typed = [r.collection for r, _, _ in runs]
-    # collections that have read the same files share one parse of the new ones (the usual case: all)
-    groups: dict[tuple[str, ...], list[tuple[RunInput, Any, Any]]] = defaultdict(list)
-    for item in runs:
-        groups[item[0].new_files].append(item)
-    rest = tuple(sorted(set(unchecked) - {f for g in groups for f in g}))
-    if rest and (scope is None or untyped):
-        groups[rest] = groups.get(rest, [])
-    summary: dict[str, Any] = {"events": 0, "quarantined": 0, "stream_files": len(files), "collections": {}}
-    counts: dict[str, int] = defaultdict(int)
-    for new_files, group in groups.items():
-        if new_files:
-            log.info("reading %d new stream files", len(new_files))
-        # Stored once, and every collection's run filters its events from it. A local checkpoint and
-        # not a cache: it also cuts the parse's large plan away, which every later query would
-        # otherwise analyse again (about 5 s per run on a small stream). Only the columns the rules
-        # read are stored (not ``before``: a third of a line). Its blocks are freed when the frame is
-        # gone (Spark's context cleaner).
-        parsed = read_new_events(spark, landing, new_files).select(*STREAM_COLUMNS, "quarantine_reason")
-        parsed = parsed.localCheckpoint()
-        events = events_only(parsed, STREAM_COLUMNS)
-        totals = parsed.agg(
-            F.count_if(F.col("quarantine_reason").isNull()).alias("events"),
-            F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
-        ).first()
-        summary["events"] = max(summary["events"], totals["events"])
-        summary["quarantined"] = max(summary["quarantined"], totals["quarantined"])
-        log.info("%s events parsed, %s quarantined", f"{totals['events']:,}", f"{totals['quarantined']:,}")
-        if set(new_files) & set(unchecked):
-            for file, coll, n in untyped_counts(parsed, [*typed, args.signal_collection], scope):
-                if relative_stream_file(file, STREAM_DIR) in unchecked:
-                    counts[coll] += n
-        for r, columns, key in group:
-            t0 = time.time()
-            log.info("%s: %d new stream files, %d READ chunks; judging READs and merging",
-                     r.collection, len(r.new_files), len(r.chunks))  # fmt: skip
-            result = reconcile_run(
-                r, events, read_run(spark, r, events.schema), columns, key, args.signal_collection
-            )
-            info = result.info
-            log.info("%s: writing %s rows", r.collection, f"{info['rows']:,}")
-            write_version(
-                result.state, state_dir, r.collection, info, keep=args.keep_versions,
-                carry=result.carry, meta=result.meta,
-            )  # fmt: skip
-            summary["collections"][r.collection] = info
-            log.info("%s: done in %.1f s: %s events applied, READs %s applied / %s dropped / %s waiting",
-                     r.collection, time.time() - t0, f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
-                     f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
-            # released before the next collection: in a long-lived session they would fill the memory
-            result.release()
-        del parsed, events
-    if scope is None:
-        record = record.updated(unchecked, counts, typed)
-        if record != read_unapplied(state_dir):
-            write_unapplied(state_dir, record)
-        unapplied = dict(record.events)
-    else:
-        unapplied = dict(counts)
-        unapplied.update({c: unapplied.get(c, 0) for c in untyped})
-    summary["events_unapplied"] = sum(unapplied.values())
-    summary["unapplied"] = {
-        c: {"events": n, "reason": no_types_reason(landing, c)} for c, n in sorted(unapplied.items())
-    }
-    for coll, item in summary["unapplied"].items():
-        log.error("%s: %s events not applied: %s", coll, f"{item['events']:,}", item["reason"])
-    summary["seconds"] = round(time.time() - started, 1)
-    out_dir = state_dir / "_runs"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
-    (out_dir / f"{stamp}.json").write_text(json.dumps(summary, indent=2))
-    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose)
     spark = build_session("cdc_backfill_reconcile")
     try:
-        summary = run(spark, args)
+        summary = reconcile_landing(
+            spark, args.landing, args.state, args.collections, args.signal_table, args.keep_versions
+        )
     except LandingError as exc:
         log.error("%s", exc)
         return 2

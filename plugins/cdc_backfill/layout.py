@@ -63,6 +63,11 @@ def schema_file(landing: Path, collection: str) -> Path:
     return Path(landing) / SCHEMA_DIR / f"{collection}.json"
 
 
+def runs_dir(state: Path) -> Path:
+    """Where each reconcile run leaves its summary."""
+    return Path(state) / RUNS_DIR
+
+
 def collection_dir(state: Path, collection: str) -> Path:
     return Path(state) / collection
 

@@ -61,7 +61,7 @@ def test_reconcile_submit_is_the_cli_command_cut_for_spark_submit_operator() -> 
     assert application.endswith("spark_jobs/reconcile.py")
     assert args == [
         "--landing", "lake", "--state", "state", "--collections", "public.orders", "public.lines",
-        "--signal-collection", "public.cdc_signal",
+        "--signal-table", "public.cdc_signal",
     ]  # fmt: skip
 
 

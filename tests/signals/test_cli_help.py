@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from cdc_backfill.cli import build_parser
-from cdc_backfill.cli_signal import SIGNAL_EPILOG
+from cdc_backfill.cli.signals import SIGNAL_EPILOG
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 from cdc_backfill.events.model import UNAVAILABLE, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS
 from cdc_backfill.spark.landing import landing_events, line_rows
-from cdc_backfill.spark.native import native_landing_events, native_rows, read_landing_lines
+from cdc_backfill.spark.lines import read_landing_lines
+from cdc_backfill.spark.native import native_landing_events, native_rows
 from tests.events.conftest import FIXTURES
 
 pytestmark = pytest.mark.spark

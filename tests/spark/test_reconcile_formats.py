@@ -5,7 +5,6 @@ out-of-order landing files; and incremental runs over any split of the stream eq
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.reconcile import run
+from cdc_backfill.spark.job import reconcile_landing
 from tests.spark.scripts import (
     ENCODERS,
     SCRIPTS,
@@ -33,11 +32,8 @@ pytestmark = pytest.mark.spark
 
 
 def reconcile(spark, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    args = argparse.Namespace(
-        landing=str(landing), state=str(state), collections=[enc.collection],
-        signal_collection=enc.signal, keep_versions=3,
-    )  # fmt: skip
-    return run(spark, args)["collections"][enc.collection]
+    summary = reconcile_landing(spark, landing, state, [enc.collection], enc.signal)
+    return summary["collections"][enc.collection]
 
 
 def state_rows(spark, state: Path, enc: Encoder) -> dict[int, dict[str, Any]]:  # type: ignore[no-untyped-def]

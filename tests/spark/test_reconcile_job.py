@@ -35,7 +35,7 @@ def test_submit_command_with_detail_leaves_spark_its_own_log(monkeypatch: pytest
     monkeypatch.setenv("CDC_BACKFILL_SPARK_LOG_LEVEL", "INFO")
     cmd = reconcile_command("lake/", "state/", verbose=True, signal_collection="ops.signals")
     assert "--driver-java-options" not in cmd
-    assert cmd[-3:] == ["--signal-collection", "ops.signals", "--verbose"]
+    assert cmd[-3:] == ["--signal-table", "ops.signals", "--verbose"]
 
 
 def run_reconcile(landing: Path, state: Path) -> dict:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from spark_jobs.reconcile import parse_args, run
+from cdc_backfill.spark.job import reconcile_landing
 from tests.snapshot.judge import columns_of, source_state
 from tests.support.pg import drain, send
 from tests.support.typed import from_text
@@ -64,7 +64,7 @@ def test_every_type_reaches_the_state_as_the_source_has_it(spark, fresh_db: str,
         conn.exec_driver_sql("DELETE FROM kinds WHERE id = 4")
     engine.dispose()
     drain(fresh_db, landing)
-    summary = run(spark, parse_args(["--landing", str(landing), "--state", str(state)]))
+    summary = reconcile_landing(spark, landing, state)
     assert summary["quarantined"] == 0
     columns, key = columns_of(fresh_db, "public.kinds")
     want = source_state(fresh_db, "public.kinds", key)

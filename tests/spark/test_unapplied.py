@@ -3,7 +3,6 @@ the run summary counts them, and later runs keep naming them until they can be a
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from cdc_backfill.reconcile.unapplied import Unapplied, relative_stream_file
-from spark_jobs.reconcile import run
+from cdc_backfill.spark.job import reconcile_landing
 from tests.spark.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
 from tests.support.output import spark_info_lines
 
@@ -61,9 +60,7 @@ def test_typed_collections_are_applied_and_the_others_named_in_every_run(spark, 
     write_stream_file(landing, "b.jsonl", debezium_sqlserver_lines())
 
     def reconcile(collections: list[str] | None = None) -> dict[str, Any]:
-        args = argparse.Namespace(landing=str(landing), state=str(state), collections=collections,
-                                  signal_collection=enc.signal, keep_versions=3)  # fmt: skip
-        return run(spark, args)
+        return reconcile_landing(spark, landing, state, collections, enc.signal)
 
     first = reconcile()
     assert first["collections"][enc.collection]["rows"] == len(script.truth)
@@ -76,5 +73,4 @@ def test_typed_collections_are_applied_and_the_others_named_in_every_run(spark, 
     named = reconcile(["dbo.customers"])
     assert "nothing gives its column types" in named["unapplied"]["dbo.customers"]["reason"]
     with pytest.raises(ValueError, match="no landing zone at"):
-        run(spark, argparse.Namespace(landing=str(tmp_path / "nowhere"), state=str(state), collections=None,
-                                      signal_collection=enc.signal, keep_versions=3))  # fmt: skip
+        reconcile_landing(spark, tmp_path / "nowhere", state, None, enc.signal)

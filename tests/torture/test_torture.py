@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from spark_jobs.reconcile import parse_args, run
+from cdc_backfill.spark.job import reconcile_landing
 from tests.snapshot.judge import columns_of, source_state
 from tests.snapshot.workload import Writers, seed
 from tests.support.pg import InWindow, drain, send
@@ -66,7 +66,6 @@ def test_state_equals_the_source_under_random_concurrent_writes(
     rng = random.Random(seed_value)
     seed(fresh_db, orders=rng.randint(150, 400), lines=rng.randint(150, 400))
     landing, state = tmp_path / "landing", tmp_path / "state"
-    args = parse_args(["--landing", str(landing), "--state", str(state)])
     drain(fresh_db, landing)
     writers = Writers(fresh_db, seed_value=seed_value, max_order=900).start()
     try:
@@ -74,15 +73,15 @@ def test_state_equals_the_source_under_random_concurrent_writes(
         hook = Torture(fresh_db, rng)
         SnapshotEngine(fresh_db, landing, readers=rng.choice([1, 2]), window_hook=hook).run()
         drain(fresh_db, landing)
-        run(spark, args)  # an incremental run while the writers still write
+        reconcile_landing(spark, landing, state)  # an incremental run while the writers still write
     finally:
         ops = writers.stop()
     drain(fresh_db, landing)
-    summary = run(spark, args)
+    summary = reconcile_landing(spark, landing, state)
     if any(info["rows_with_unknown_columns"] for info in summary["collections"].values()):
         # what an operator does with rows the stream never sent a value for: re-snapshot those keys
         repair_unknown(spark, fresh_db, landing, state)
-        summary = run(spark, args)
+        summary = reconcile_landing(spark, landing, state)
         assert all(info["rows_with_unknown_columns"] == 0 for info in summary["collections"].values())
     assert ops > 0 and hook.windows >= hook.truncate_at, "the writers and the truncate happened"
     assert summary["quarantined"] == 0

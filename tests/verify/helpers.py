@@ -12,7 +12,7 @@ from cdc_backfill.reconcile.columns import collection_columns
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from cdc_backfill.spark.reconcile import spark_type
+from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.spark.verify import range_stats
 from cdc_backfill.verify.compare import RangeStats, Report, compare
 from cdc_backfill.verify.source import read_source

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.cli import build_parser, main
-from cdc_backfill.cli_verify import VERIFY_EPILOG
+from cdc_backfill.cli.verify import VERIFY_EPILOG
 from tests.support.imports import imported_after as _imported_after
 from tests.support.pg import sql
 
@@ -24,7 +24,7 @@ PURE = [
     "cdc_backfill.verify.compare",
     "cdc_backfill.verify.repair",
     "cdc_backfill.verify.source",
-    "cdc_backfill.cli_verify",
+    "cdc_backfill.cli.verify",
 ]
 
 

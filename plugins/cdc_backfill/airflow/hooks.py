@@ -7,6 +7,8 @@ connection of its own.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +20,11 @@ from cdc_backfill.config import config_files, mask_url, resolve_source, source_e
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
+    from cdc_backfill.airflow.engine import ScopedSnapshotEngine
+    from cdc_backfill.capture.postgres import CaptureStats
+    from cdc_backfill.signals.model import Signal
     from cdc_backfill.signals.store import SignalStore
+    from cdc_backfill.signals.validate import ValidatedSignal
     from cdc_backfill.snapshot.progress import RangeProgress
 
 log = logging.getLogger(__name__)
@@ -100,45 +106,53 @@ class CdcSourceHook(BaseHook):
     # ------------------------------------------------------------ signals and progress
 
     def signal_store(self, url: str | None = None) -> SignalStore:
+        """A signal store of its own (the caller disposes its engine); prefer the methods below."""
         from cdc_backfill.signals.store import SignalStore
 
         return SignalStore(url or self.require_source_url(), self.signal_table)
 
-    def signal_exists(self, signal_id: str) -> bool:
-        import sqlalchemy as sa
-
+    @contextmanager
+    def _store(self) -> Iterator[SignalStore]:
         store = self.signal_store()
         try:
-            with store.engine.connect() as conn:
-                row = conn.execute(sa.select(store.signal.c.id).where(store.signal.c.id == signal_id)).first()
-            return row is not None
+            yield store
         finally:
             store.engine.dispose()
+
+    def check_signal(self, signal: Signal) -> tuple[ValidatedSignal, str]:
+        """(the signal resolved against the catalog, the signal table's collection name); nothing written.
+        Raises SignalError when the signal would be refused."""
+        with self._store() as store:
+            return store.check(signal), store.signal_collection
+
+    def send_signal(self, signal: Signal) -> tuple[ValidatedSignal, bool]:
+        """(resolved signal, sent now). A signal whose id is already in the signal table (a retry of the
+        task) is checked again, not sent twice."""
+        import sqlalchemy as sa
+
+        with self._store() as store:
+            with store.engine.connect() as conn:
+                t = store.signal
+                if sa.inspect(conn).has_table(t.name, schema=store.schema):
+                    if conn.execute(sa.select(t.c.id).where(t.c.id == signal.id)).first() is not None:
+                        return store.check(signal), False
+            return store.send(signal), True
 
     def signal_status(self, signal_id: str) -> tuple[str, str | None] | None:
         """(status, reason) of a signal, or None when nobody has recorded one yet."""
         import sqlalchemy as sa
 
-        store = self.signal_store()
-        try:
-            with store.engine.connect() as conn:
-                if not sa.inspect(conn).has_table(store.status.name, schema=store.schema):
-                    return None
-                st = store.status
-                row = conn.execute(
-                    sa.select(st.c.status, st.c.reason).where(st.c.signal_id == signal_id)
-                ).first()
+        with self._store() as store, store.engine.connect() as conn:
+            if not sa.inspect(conn).has_table(store.status.name, schema=store.schema):
+                return None
+            st = store.status
+            row = conn.execute(sa.select(st.c.status, st.c.reason).where(st.c.signal_id == signal_id)).first()
             return (row.status, row.reason) if row is not None else None
-        finally:
-            store.engine.dispose()
 
     def paused_signals(self) -> frozenset[str]:
         """The ids of signals whose status is paused."""
-        store = self.signal_store()
-        try:
+        with self._store() as store:
             return store.paused()
-        finally:
-            store.engine.dispose()
 
     def progress_ranges(
         self, signal_id: str | None = None, collection: str | None = None
@@ -146,13 +160,10 @@ class CdcSourceHook(BaseHook):
         """The engine's progress rows (none when the engine never ran against this source)."""
         from cdc_backfill.snapshot.progress import ProgressStore
 
-        store = self.signal_store()
-        try:
+        with self._store() as store:
             return read_progress(
                 store.engine, ProgressStore(store.engine, store.schema), signal_id, collection
             )
-        finally:
-            store.engine.dispose()
 
     def window_rows(self) -> list[tuple[str, str, str | None]]:
         """Every watermark row of the signal table, ``(id, type, data)``."""
@@ -160,16 +171,12 @@ class CdcSourceHook(BaseHook):
 
         from cdc_backfill.signals.model import ENGINE_TYPES
 
-        store = self.signal_store()
-        t = store.signal
-        try:
-            with store.engine.connect() as conn:
-                if not sa.inspect(conn).has_table(t.name, schema=store.schema):
-                    return []
-                rows = conn.execute(sa.select(t.c.id, t.c.type, t.c.data).where(t.c.type.in_(ENGINE_TYPES)))
-                return [(r.id, r.type, r.data) for r in rows]
-        finally:
-            store.engine.dispose()
+        with self._store() as store, store.engine.connect() as conn:
+            t = store.signal
+            if not sa.inspect(conn).has_table(t.name, schema=store.schema):
+                return []
+            rows = conn.execute(sa.select(t.c.id, t.c.type, t.c.data).where(t.c.type.in_(ENGINE_TYPES)))
+            return [(r.id, r.type, r.data) for r in rows]
 
     # ------------------------------------------------------------ the stream
 
@@ -201,7 +208,11 @@ class CdcSourceHook(BaseHook):
     ) -> list[str]:
         """Create the capture's publication and slot when missing, so that the stream holds every change
         and watermark from now on (a snapshot must not start before its windows can be captured)."""
-        return self.capture(landing, slot, publication, tables).setup()
+        capture = self.capture(landing, slot, publication, tables)
+        try:
+            return capture.setup()
+        finally:
+            capture.engine.dispose()
 
     def capture(
         self,
@@ -220,6 +231,51 @@ class CdcSourceHook(BaseHook):
             tables=tables or None,
             signal_table=self.signal_table,
         )
+
+    def drain(
+        self,
+        landing: Path,
+        slot: str | None = None,
+        publication: str | None = None,
+        tables: list[str] | None = None,
+        max_seconds: float = 3600.0,
+    ) -> CaptureStats:
+        """Land everything committed until now. Raises SlotInUse while another capture streams."""
+        return self.capture(landing, slot, publication, tables).run(follow=False, max_seconds=max_seconds)
+
+    # ------------------------------------------------------------ snapshot and verify
+
+    @contextmanager
+    def snapshot_engine(
+        self, landing: Path, readers: int, signal_id: str, collection: str
+    ) -> Iterator[ScopedSnapshotEngine]:
+        """The native snapshot engine for one collection of one signal; its connections close on exit."""
+        from cdc_backfill.airflow.engine import ScopedSnapshotEngine
+
+        engine = ScopedSnapshotEngine(
+            self.require_source_url(),
+            Path(landing),
+            readers=readers,
+            signal_table=self.signal_table,
+            signal_id=signal_id,
+            collection=collection,
+        )
+        try:
+            yield engine
+        finally:
+            engine.engine.dispose()
+
+    def verify(
+        self, state_dir: Path, collections: Sequence[str], ranges: int, master: str
+    ) -> list[dict[str, Any]]:
+        """One report per collection (see ``airflow.verifying``), reading the source on one engine."""
+        from cdc_backfill.airflow.verifying import verify_collections
+
+        engine = source_engine(self.require_source_url(), pool_pre_ping=True)
+        try:
+            return verify_collections(engine, Path(state_dir), collections, ranges, master)
+        finally:
+            engine.dispose()
 
 
 def read_progress(

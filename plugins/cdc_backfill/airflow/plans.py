@@ -97,6 +97,60 @@ def execute_signal(
     )
 
 
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """A snapshot form's values (or a scheduled backfill's entry), normalised once: what the tasks after
+    the validate task receive. ``snapshot_by``: the form's ``engine`` choice, native or debezium."""
+
+    collections: tuple[str, ...]
+    condition: str | None
+    surrogate_key: str | None
+    chunk_size: int
+    readers: int
+    snapshot_by: str
+    capture: str
+    landing_dir: str
+    state_dir: str
+    verify: bool
+
+    @classmethod
+    def from_form(
+        cls,
+        *,
+        collections: Any,
+        condition: Any = None,
+        surrogate_key: Any = None,
+        chunk_size: Any = 4096,
+        readers: Any = 1,
+        engine: Any = "native",
+        capture: Any = "drain",
+        landing_dir: Any = None,
+        state_dir: Any = None,
+        verify: Any = True,
+    ) -> SnapshotRequest:
+        """Raises ValueError naming the first value that is wrong."""
+        landing, state = optional_text(landing_dir), optional_text(state_dir)
+        if not landing or not state:
+            raise ValueError("landing_dir and state_dir must be given")
+        return cls(
+            tuple(as_list(collections)),
+            optional_text(condition),
+            optional_text(surrogate_key),
+            as_int(chunk_size, "chunk_size", 1, MAX_CHUNK_SIZE),
+            as_int(readers, "readers", 1, MAX_READERS),
+            one_of(engine, "engine", ENGINES),
+            one_of(capture, "capture", CAPTURES),
+            landing,
+            state,
+            as_bool(verify),
+        )
+
+    def signal(self, signal_id: str) -> Signal:
+        return execute_signal(
+            signal_id, self.collections, self.condition, self.surrogate_key, self.chunk_size
+        )
+
+
 def stop_signal(signal_id: str, collections: Sequence[str] = ()) -> Signal:
     """A stop-snapshot; no collections stops every running snapshot."""
     return Signal(signal_id, STOP, tuple(collections), "incremental")
@@ -109,7 +163,7 @@ def reconcile_submit(
     spark-submit command line (``cdc_backfill.spark.submit.reconcile_command``) so that both stay equal."""
     cmd = reconcile_command(landing, state, list(collections))
     at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))
-    return cmd[at], [*cmd[at + 1 :], "--signal-collection", signal_collection]
+    return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_collection]
 
 
 # ---------------------------------------------------------------- the stream and its fences

@@ -45,6 +45,7 @@ from cdc_backfill.capture.publication import (
     DEFAULT_PUBLICATION,
     DEFAULT_SLOT,
     CaptureError,
+    SlotInUse,
     choose_tables,
     ensure_publication,
     ensure_slot,
@@ -205,7 +206,7 @@ class PostgresCapture:
         try:
             cur.start_replication(slot_name=self.slot, decode=False, options=options)
         except psycopg2.errors.ObjectInUse as exc:
-            raise CaptureError(f"slot {self.slot} is in use by another capture: {exc.pgerror}") from None
+            raise SlotInUse(f"slot {self.slot} is in use by another capture: {exc.pgerror}") from None
         marker = None
         if not follow:
             marker = uuid.uuid4().hex

@@ -20,6 +20,10 @@ class CaptureError(RuntimeError):
     """Capture cannot start or go on; the message says why and what to do."""
 
 
+class SlotInUse(CaptureError):
+    """Another process streams from the slot right now: waiting for it may help, retrying at once not."""
+
+
 @dataclass(frozen=True)
 class TableCheck:
     collection: str

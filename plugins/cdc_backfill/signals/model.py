@@ -202,3 +202,17 @@ def check_row_limits(signal: Signal) -> None:
             f"data is {len(data)} characters, more than the signal table's {DATA_MAX}: "
             "use fewer or broader collection patterns, or a shorter condition"
         )
+
+
+def conditions_from_json(text: str) -> tuple[AdditionalCondition, ...]:
+    """Debezium's ``additional-conditions`` list as JSON text, e.g. from ``--conditions``."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise SignalError(f"--conditions is not valid JSON: {exc}") from None
+    if not isinstance(raw, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("data-collection"), str) and isinstance(c.get("filter"), str)
+        for c in raw
+    ):
+        raise SignalError('--conditions must be a JSON list of {"data-collection": ..., "filter": ...}')
+    return tuple(AdditionalCondition(c["data-collection"], c["filter"]) for c in raw)

@@ -13,7 +13,7 @@ How a line is read:
 2. A line that starts like the capture's (``{"key":``) is parsed once by ``from_json`` with a fixed
    schema whose leaves are all strings: objects come back as their JSON text (Jackson re-writes them).
 3. The line is **native** only if putting those parts back together in the capture's byte layout
-   (``capture/postgres.py``: ``_emit`` for row events and truncates, ``_message`` for ``m``) gives the
+   (``capture/lines.py``: ``row_line`` for row events and truncates, ``message_line`` for ``m``) gives the
    line back exactly. That one comparison proves what a chain of cheap tests could not: the record is
    ``{"key", "value"}`` and nothing else (no wrapper, no Kafka offset, no duplicate names), ``key``,
    ``before`` and ``after`` are objects or null and not strings holding JSON, every scalar has the JSON
@@ -44,7 +44,6 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
-from pyspark.sql.window import Window
 
 from cdc_backfill.events.model import UNAVAILABLE
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
@@ -54,8 +53,8 @@ from cdc_backfill.spark.landing import (
     line_rows,
     parse_landing_files,
     position_as_decimals,
-    read_landing_files,
 )
+from cdc_backfill.spark.lines import BOM, binary_files, is_compressed, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -115,106 +114,6 @@ _ROW_STRUCT = StructType([f for f in PARSED_SCHEMA.fields if f.name not in ("fil
 _ROWS_TYPE = ArrayType(_ROW_STRUCT)
 _ARROW_ROWS = pa.list_(pa.struct([f for f in ARROW_SCHEMA if f.name not in ("file", "line")]))
 _ROW_NAMES = [f.name for f in _ROW_STRUCT.fields]
-
-
-# ---------------------------------------------------------------- lines and their numbers
-
-# Hadoop's text reader decompresses files with these suffixes (its default codecs); binaryFile, and
-# so the Python path, reads their bytes as they are. Such files keep going to the Python path whole.
-_CODEC_SUFFIXES = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")
-_BOM = b"\xef\xbb\xbf"
-
-
-def _compressed(name: Column) -> Column:
-    out = F.lit(False)
-    for suffix in _CODEC_SUFFIXES:
-        out = out | name.endswith(suffix)
-    return out
-
-
-def read_landing_lines(spark: SparkSession, path: str | Sequence[str], pattern: str = "*.json*") -> DataFrame:
-    """The I/O edge: ``(file, line, _cdc_text, _cdc_bom)`` for every line of the uncompressed files
-    that ``landing_events`` reads (``path`` a folder), or of the given files (``path`` a list).
-
-    ``file`` is written as the ``binaryFile`` source writes it; ``line`` counts from 1 like
-    ``bytes.splitlines`` (blank lines count, and ``\\n``, ``\\r\\n`` and ``\\r`` end a line in both).
-    ``_cdc_bom`` marks line 1 of a file that starts with a UTF-8 byte-order mark: Hadoop's line reader
-    drops the mark, the Python path keeps it (and quarantines the line), so such a line is given back
-    its mark and left to Python. The files are listed and their first three bytes read here, on the
-    driver: a few calls per file.
-    """
-    return _read_lines(spark, path, pattern)[0]
-
-
-def _read_lines(spark: SparkSession, path: str | Sequence[str], pattern: str) -> tuple[DataFrame, bool]:
-    """(lines, whether compressed files were left out)."""
-    if isinstance(path, str):
-        text = spark.read.option("pathGlobFilter", pattern).option("recursiveFileLookup", "true").text(path)
-    else:
-        text = spark.read.text(list(path))
-    files = text.inputFiles()
-    plain = [f for f in files if not f.endswith(_CODEC_SUFFIXES)]
-    with_bom = _paths_with_bom(spark, plain)
-    lines = number_lines(
-        text.where(~_compressed(F.col("_metadata.file_name"))).select(
-            F.col("_metadata.file_path").alias("_cdc_uri"),
-            F.col("_metadata.file_block_start").alias("_cdc_block"),
-            F.col("value").alias("_cdc_text"),
-        )
-    )
-    bom = F.col("file").isin(with_bom) & (F.col("line") == 1) if with_bom else F.lit(False)
-    return lines.withColumn("_cdc_bom", bom), len(plain) < len(files)
-
-
-def _paths_with_bom(spark: SparkSession, uris: list[str]) -> list[str]:
-    """The files (as binaryFile names them) among ``uris`` whose first bytes are a UTF-8 BOM."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
-    found = []
-    for uri in uris:
-        p = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
-        stream = p.getFileSystem(conf).open(p)
-        try:
-            head = bytes(stream.read() & 0xFF for _ in range(3))
-        finally:
-            stream.close()
-        if head == _BOM:
-            found.append(str(p.toString()))
-    if found:
-        log.info("%d landing file(s) start with a byte-order mark: their line 1 goes to Python", len(found))
-    return found
-
-
-def number_lines(lines: DataFrame) -> DataFrame:
-    """``(_cdc_uri, _cdc_block, _cdc_text)`` rows straight from a text scan to ``(file, line, _cdc_text)``.
-
-    Must be applied to the scan itself (a filter may come between): row ids are consecutive only
-    within the scan's partitions, and a partition holds whole splits, one after the other.
-    """
-    ided = lines.withColumn("_cdc_id", F.monotonically_increasing_id())
-    splits = ided.groupBy("_cdc_uri", "_cdc_block").agg(
-        F.min("_cdc_id").alias("_cdc_first"), F.count(F.lit(1)).alias("_cdc_n")
-    )
-    earlier = Window.partitionBy("_cdc_uri").orderBy("_cdc_block").rowsBetween(Window.unboundedPreceding, -1)
-    splits = splits.select(
-        "_cdc_uri",
-        "_cdc_block",
-        _path_of(F.col("_cdc_uri")).alias("file"),  # here, once per split rather than once per line
-        (F.lit(1) + F.coalesce(F.sum("_cdc_n").over(earlier), F.lit(0)) - F.col("_cdc_first")).alias(
-            "_cdc_to_line"
-        ),
-    )
-    # One row per split of a file: small enough to broadcast, so the lines themselves never shuffle.
-    return ided.join(F.broadcast(splits), ["_cdc_uri", "_cdc_block"]).select(
-        "file", (F.col("_cdc_id") + F.col("_cdc_to_line")).alias("line"), "_cdc_text"
-    )
-
-
-def _path_of(uri: Column) -> Column:
-    # `_metadata.file_path` is the URI (a space is %20); binaryFile's `path` is the decoded Hadoop path.
-    # A URI keeps '+' as is, and url_decode would read it as a space: protect it first.
-    return F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))
 
 
 # ---------------------------------------------------------------- the native parse
@@ -424,7 +323,7 @@ def parse_native_lines(lines: DataFrame, options: ParseOptions = DEFAULT_OPTIONS
     """Lines from :func:`read_landing_lines` to the rows of ``landing_events`` (events and quarantined)."""
     native = F.col("_cdc_native")
     raw = F.col("_cdc_text").cast("binary")
-    raw = F.when(F.col("_cdc_bom"), F.concat(F.lit(_BOM), raw)).otherwise(raw)
+    raw = F.when(F.col("_cdc_bom"), F.concat(F.lit(BOM), raw)).otherwise(raw)
     # The Python UDF's operator keeps every input row until its batch comes back: the line's text is
     # left out of those rows (null for a native line), as the parsed row already holds what is needed.
     shaped = native_rows(lines).select(
@@ -457,18 +356,12 @@ def native_landing_events(
     """
     if options.format == "dataworks":
         # every line is read as DataWorks: nothing here applies
-        files = _binary_files(spark, path, pattern)
+        files = binary_files(spark, path, pattern)
         return parse_landing_files(files, options)
-    lines, some_compressed = _read_lines(spark, path, pattern)
+    lines, some_compressed = read_lines(spark, path, pattern)
     parsed = parse_native_lines(lines, options)
     if not some_compressed:
         return parsed
-    compressed = _binary_files(spark, path, pattern).where(_compressed(F.col("path")))
+    compressed = binary_files(spark, path, pattern).where(is_compressed(F.col("path")))
     # binaryFile filters on `path` before it reads a file's content: only those files are read
     return parsed.unionByName(parse_landing_files(compressed, options))
-
-
-def _binary_files(spark: SparkSession, path: str | Sequence[str], pattern: str) -> DataFrame:
-    if isinstance(path, str):
-        return read_landing_files(spark, path, pattern)
-    return spark.read.format("binaryFile").load(list(path))

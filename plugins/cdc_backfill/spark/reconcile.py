@@ -30,8 +30,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.pgtypes import PgColumn, decimal_shape
+from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
+from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
 
 # The canonical event columns the rules read (and a carry holds): not ``before``, the format or the
 # source timestamp.
@@ -39,97 +40,6 @@ STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "
 
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
 FALLBACK_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
-
-
-def spark_type(col: PgColumn) -> T.DataType:
-    """The Spark type of a column, matching what Spark reads from a snapshot chunk."""
-    kind = col.kind
-    if kind == "int":
-        return {"smallint": T.ShortType(), "integer": T.IntegerType()}.get(col.type, T.LongType())
-    if kind == "float":
-        return T.FloatType() if col.type == "real" else T.DoubleType()
-    if kind == "bool":
-        return T.BooleanType()
-    if kind == "date":
-        return T.DateType()
-    if kind == "numeric":
-        shape = decimal_shape(col)
-        return T.DecimalType(*shape) if shape else T.StringType()
-    if kind == "timestamp":
-        return T.TimestampNTZType()
-    if kind == "timestamptz":
-        return T.TimestampType()
-    if kind == "bytea":
-        return T.BinaryType()
-    return T.StringType()
-
-
-def _debezium_json_type(col: PgColumn) -> T.DataType:
-    """How the column's value is written in a Debezium event (before conversion)."""
-    kind = col.kind
-    if kind in ("int", "float", "bool"):
-        return spark_type(col)
-    if kind in ("date",):
-        return T.IntegerType()
-    if kind in ("timestamp", "time"):
-        return T.LongType()
-    return T.StringType()  # numeric, timestamptz, bytea (base64), text, json, uuid, arrays
-
-
-def _from_debezium(col: PgColumn, value: Column) -> Column:
-    kind = col.kind
-    target = spark_type(col)
-    if kind == "numeric":
-        return value.cast(target)
-    if kind == "date":
-        return F.date_add(F.lit("1970-01-01").cast("date"), value)
-    if kind == "timestamp":
-        return F.timestamp_micros(value).cast(T.TimestampNTZType())
-    if kind == "time":
-        return _time_text(value)
-    if kind == "array":
-        return _array_text(col, value)
-    if kind == "timestamptz":
-        return F.to_timestamp(value)
-    if kind == "bytea":
-        return F.unbase64(value)
-    return value
-
-
-def _time_text(micros: Column) -> Column:
-    """Microseconds after midnight as the server writes a time: ``HH:MM:SS[.ffffff]``, trailing zeros of
-    the fraction left out (how chunks store it, read with COPY)."""
-    secs = F.floor(micros / 1_000_000)
-    frac = micros - secs * 1_000_000
-    hms = F.format_string("%02d:%02d:%02d", F.floor(secs / 3600), F.floor(secs / 60) % 60, secs % 60)
-    digits = F.regexp_replace(F.format_string("%06d", frac), "0+$", "")
-    return (
-        F.when(micros.isNull(), F.lit(None)).when(frac == 0, hms).otherwise(F.concat(hms, F.lit("."), digits))
-    )
-
-
-# An element of an array literal is quoted when it is empty, is NULL spelled as text, or holds a brace,
-# comma, quote, backslash or white space (PostgreSQL's array_out rules).
-_NEEDS_QUOTES = r'^$|^[Nn][Uu][Ll][Ll]$|[{},"\\\s]'
-
-
-def _array_text(col: PgColumn, value: Column) -> Column:
-    """An array as the server writes it (``{1,NULL,"a b"}``), which is how chunks store arrays, from
-    Debezium's JSON array (one dimension). A value that already is the server's text is kept."""
-    elements = F.from_json(value, T.ArrayType(T.StringType()))
-    boolean = col.type == "boolean[]"
-
-    def element(x: Column) -> Column:
-        text = F.when(x == "true", "t").when(x == "false", "f").otherwise(x) if boolean else x
-        quoted = F.concat(F.lit('"'), F.regexp_replace(text, r'(["\\])', r"\\$1"), F.lit('"'))
-        return F.when(x.isNull(), "NULL").when(text.rlike(_NEEDS_QUOTES), quoted).otherwise(text)
-
-    literal = F.concat(F.lit("{"), F.array_join(F.transform(elements, element), ","), F.lit("}"))
-    return F.when(value.startswith("["), literal).otherwise(value)
-
-
-def event_schema(columns: Sequence[PgColumn]) -> T.StructType:
-    return T.StructType([T.StructField(c.name, _debezium_json_type(c)) for c in columns])
 
 
 def windows(events: DataFrame, signal_collection: str) -> DataFrame:
@@ -181,9 +91,9 @@ def typed_stream(
     cols = []
     present = []
     for c in columns:
-        from_after = _from_debezium(c, F.col("_cdc_after").getField(c.name))
+        from_after = from_debezium(c, F.col("_cdc_after").getField(c.name))
         if c.name in key:
-            value = F.coalesce(from_after, _from_debezium(c, F.col("_cdc_key").getField(c.name)))
+            value = F.coalesce(from_after, from_debezium(c, F.col("_cdc_key").getField(c.name)))
         else:
             value = from_after
         cols.append(value.cast(spark_type(c)).alias(c.name))

@@ -30,7 +30,7 @@ def reconcile_command(
     if collections:
         cmd += ["--collections", *collections]
     if signal_collection:
-        cmd += ["--signal-collection", signal_collection]
+        cmd += ["--signal-table", signal_collection]
     if verbose:
         cmd.append("--verbose")
     return cmd

@@ -1,24 +1,29 @@
 """The state's side of verify as DataFrame -> DataFrame functions: per key range, the row count and the
 sum of the rows' hashes, computed exactly as the source's SQL computes them (``cdc_backfill.verify``).
 
-No session, no I/O: the caller reads the state and collects the (small) result.
+The transforms take no session and do no I/O; :func:`compare_state` and :func:`verify_collection` are
+the entry points the CLI and Airflow call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.spark.reconcile import spark_type
+from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.verify import forms
 from cdc_backfill.verify.compare import Report
 from cdc_backfill.verify.ranges import Bound, KeyRange
 from cdc_backfill.verify.source import SourceSide
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 MICROS_PER_DAY = 86_400_000_000
 HASH_TYPE = T.DecimalType(38, 0)  # a sum of 60-bit hashes stays exact far beyond any table's size
@@ -180,3 +185,19 @@ def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -
             spark.stop()
     stats = {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
     return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
+
+
+def verify_collection(
+    engine: sa.Engine, state_dir: Path, collection: str, ranges: int, master: str = "local[*]"
+) -> tuple[SourceSide, Report]:
+    """Read the source's ranges, then compare the collection's current state with them (Spark only once
+    the source was read). Raises VerifyError when there is no state or its columns differ."""
+    from cdc_backfill.layout import CURRENT, collection_dir
+    from cdc_backfill.verify import VerifyError
+    from cdc_backfill.verify.source import read_source
+
+    current = collection_dir(state_dir, collection) / CURRENT
+    if not current.exists():
+        raise VerifyError(f"no state at {current} (run `cdc-backfill reconcile` first)")
+    source = read_source(engine, collection, ranges)
+    return source, compare_state(current, source, master)

@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.signals.model import DATA_MAX, EXECUTE, Signal, new_signal_id
 from cdc_backfill.verify.ranges import KeyRange, runs
 from cdc_backfill.verify.sql import range_predicate
+
+if TYPE_CHECKING:
+    from cdc_backfill.verify.source import SourceSide
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,19 @@ def repair_signal(
         if len(data) <= DATA_MAX:
             return Repair(signal, condition, scope)
     raise AssertionError("a signal without a condition always fits")  # pragma: no cover
+
+
+def send_repair(
+    url: str, signal_table: str | None, collection: str, source: SourceSide, differing: Sequence[int]
+) -> tuple[Repair, str]:
+    """Send the repair signal of the differing ranges to the signal table; (the repair, the signal
+    table's name). Raises SignalError when the signal is refused (nothing is written then)."""
+    from cdc_backfill.signals.store import SignalStore
+
+    repair = repair_signal(collection, source.table.key, source.ranges, differing)
+    store = SignalStore(url, signal_table)
+    try:
+        store.send(repair.signal)
+    finally:
+        store.engine.dispose()
+    return repair, store.signal_collection

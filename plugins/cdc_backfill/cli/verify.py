@@ -49,37 +49,24 @@ printed), 3 the source cannot be reached. --ranges: 1 to {MAX_RANGES:,}.
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from sqlalchemy.exc import OperationalError
-
+    from cdc_backfill.spark.verify import verify_collection
     from cdc_backfill.verify import VerifyError
-    from cdc_backfill.verify.source import read_source
 
     if not 1 <= args.ranges <= MAX_RANGES:
         print(f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}", file=sys.stderr)
         return 2
     url = require_source_url(args.source)
-    current = collection_dir(Path(args.state), args.collection) / CURRENT
-    if not current.exists():
-        print(f"cannot verify: no state at {current} (run `cdc-backfill reconcile` first)", file=sys.stderr)
-        return 2
     engine = source_engine(url, pool_pre_ping=True)
     try:
-        source = read_source(engine, args.collection, args.ranges)
+        source, report = verify_collection(
+            engine, Path(args.state), args.collection, args.ranges, args.master
+        )
     except VerifyError as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
         return 2
-    except OperationalError as exc:
-        print(f"cannot reach the source {mask_url(url)}: {str(exc.orig).strip()}", file=sys.stderr)
-        return 3
     finally:
         engine.dispose()
-    try:
-        from cdc_backfill.spark.verify import compare_state  # Spark only once the source was read
-
-        report = compare_state(current, source, args.master)
-    except VerifyError as exc:
-        print(f"cannot verify: {exc}", file=sys.stderr)
-        return 2
+    current = collection_dir(Path(args.state), args.collection) / CURRENT
     report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(current)})
     repaired = _repair(args, url, source, report) if args.repair else 0
     if args.json:
@@ -96,22 +83,19 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> int:
     """Send the repair signal; record it in the report. Returns 2 when it is refused, else 0."""
     from cdc_backfill.signals.model import SignalError
-    from cdc_backfill.signals.store import SignalStore
-    from cdc_backfill.verify.repair import repair_signal
+    from cdc_backfill.verify.repair import send_repair
 
     if report.all_equal:
         report.extra["repair"] = None
         print("nothing to repair: every range is equal", file=sys.stderr)
         return 0
-    repair = repair_signal(report.collection, source.table.key, source.ranges, report.differing)
-    store = SignalStore(url, args.signal_table)
     try:
-        store.send(repair.signal)
+        repair, signal_table = send_repair(
+            url, args.signal_table, report.collection, source, report.differing
+        )
     except SignalError as exc:
         print(f"repair refused: {exc}", file=sys.stderr)
         return 2
-    finally:
-        store.engine.dispose()
     report.extra["repair"] = repair.to_dict()
     scope = {
         "ranges": f"ranges {', '.join(map(str, report.differing))}",
@@ -119,7 +103,7 @@ def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Repo
         "table": "the whole table",
     }[repair.scope]
     print(
-        f"repair: execute-snapshot {repair.signal.id} sent to {store.signal_collection} for "
+        f"repair: execute-snapshot {repair.signal.id} sent to {signal_table} for "
         f"{report.collection}, {scope}; run the snapshot engine, then reconcile and verify again",
         file=sys.stderr if args.json else sys.stdout,
     )

@@ -1,4 +1,5 @@
-"""``cdc-backfill``: the operator command line. Each subcommand is a thin call into the package."""
+"""``cdc-backfill``: the parser, the small commands (doctor, events, demo, airflow) and the one place an
+error becomes one line and an exit status."""
 
 from __future__ import annotations
 
@@ -62,53 +63,6 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     checks = run_checks(source=args.source, fix=args.fix)
     print(to_json(checks) if args.json else render(checks))
     return 0 if healthy(checks) else 1
-
-
-def _cmd_reconcile(args: argparse.Namespace) -> int:
-    import shlex
-    import subprocess
-
-    from cdc_backfill.spark.submit import reconcile_command, submit_environ
-
-    if "://" not in args.landing and not Path(args.landing).is_dir():
-        print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder the capture and "
-              "snapshots write to)", file=sys.stderr)  # fmt: skip
-        return 2
-    cmd = reconcile_command(
-        args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
-        signal_collection=args.signal_table,
-    )  # fmt: skip
-    if args.print_command:
-        print(shlex.join(cmd))
-        return 0
-    # spark-submit merges the job's stderr into its stdout: its step lines go back to stderr, and stdout
-    # carries only the run summary (one JSON line), as a script reading it expects
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=submit_environ(args.master))
-    summary = None
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if is_summary_line(line):
-            summary = line
-        else:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-    code = proc.wait()
-    if summary is not None:
-        sys.stdout.write(summary)
-    return code
-
-
-def is_summary_line(line: str) -> bool:
-    """The reconcile job's run summary: one JSON object with its counts (pure)."""
-    import json
-
-    if not line.startswith("{"):
-        return False
-    try:
-        doc = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(doc, dict) and "events" in doc and "collections" in doc
 
 
 def _cmd_airflow(args: argparse.Namespace) -> int:
@@ -178,23 +132,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parse.set_defaults(func=_cmd_events_parse)
 
-    from cdc_backfill.cli_signal import add_signal_parser
+    from cdc_backfill.cli.signals import add_signal_parser
 
     add_signal_parser(sub)
 
-    from cdc_backfill.cli_capture import add_capture_parser
+    from cdc_backfill.cli.capture import add_capture_parser
 
     add_capture_parser(sub)
 
-    from cdc_backfill.cli_snapshot import add_snapshot_parser
+    from cdc_backfill.cli.snapshot import add_snapshot_parser
 
     add_snapshot_parser(sub)
 
-    from cdc_backfill.cli_verify import add_verify_parser
+    from cdc_backfill.cli.verify import add_verify_parser
 
     add_verify_parser(sub)
 
-    from cdc_backfill.cli_state import add_state_parser
+    from cdc_backfill.cli.state import add_state_parser
 
     add_state_parser(sub)
 
@@ -224,27 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     air.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     air.set_defaults(func=_cmd_airflow)
 
-    rec = sub.add_parser(
-        "reconcile",
-        help="rebuild each collection's state from the landed stream and READ chunks (Spark)",
-        epilog="examples:\n  cdc-backfill reconcile --landing lake/ --state state/\n"
-        "  cdc-backfill reconcile --landing s3a://lake/ --state s3a://state/ --master spark://host:7077 --print-command",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    rec.add_argument("--landing", required=True, metavar="DIR")
-    rec.add_argument("--state", required=True, metavar="DIR")
-    rec.add_argument("--collections", nargs="*", metavar="COLLECTION")
-    rec.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    rec.add_argument(
-        "--signal-table",
-        default="public.cdc_signal",
-        metavar="SCHEMA.TABLE",
-        help="the signal table whose watermarks bound the windows (default public.cdc_signal)",
-    )
-    rec.add_argument(
-        "--print-command", action="store_true", help="print the spark-submit command, run nothing"
-    )
-    rec.set_defaults(func=_cmd_reconcile)
+    from cdc_backfill.cli.reconcile import add_reconcile_parser
+
+    add_reconcile_parser(sub)
     return parser
 
 
@@ -263,12 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         # Bad input and unreachable servers end in one line, never a traceback (-v shows it).
-        print(f"cdc-backfill {args.command}: {error_line(exc)}", file=sys.stderr)
+        print(
+            f"cdc-backfill {args.command}: {error_line(exc, getattr(args, 'source', None))}", file=sys.stderr
+        )
         return error_status(exc)
 
 
-def error_line(exc: BaseException) -> str:
-    """One line saying what went wrong (pure: tested with the exceptions users meet)."""
+def error_line(exc: BaseException, source: str | None = None) -> str:
+    """One line saying what went wrong (pure: tested with the exceptions users meet); ``source``: the
+    URL the command was given, named (password masked) when it cannot be reached."""
     from cdc_backfill.config import ConfigError, mask_url
 
     if isinstance(exc, ConfigError):
@@ -277,7 +216,10 @@ def error_line(exc: BaseException) -> str:
     name = type(exc).__name__
     if name == "OperationalError":  # SQLAlchemy's and psycopg2's: the server was not reached
         detail = first.removeprefix("(psycopg2.OperationalError) ")
-        return f"cannot reach the source: {mask_url(detail)} (check the URL, the server and the network)"
+        where = f" {mask_url(source)}" if source else ""
+        return (
+            f"cannot reach the source{where}: {mask_url(detail)} (check the URL, the server and the network)"
+        )
     return f"{name}: {mask_url(first)} (run with -v for the details)"
 
 
@@ -288,7 +230,3 @@ def error_status(exc: BaseException) -> int:
     if isinstance(exc, ConfigError):
         return 2
     return 3 if type(exc).__name__ == "OperationalError" else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

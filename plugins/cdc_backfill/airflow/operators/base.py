@@ -1,0 +1,44 @@
+"""What every operator of the project shares: the source hook, how a refusal fails a task, and the
+runtime a Java or Spark task needs."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from cdc_backfill.airflow import plans
+from cdc_backfill.airflow.hooks import CdcSourceHook
+
+
+def prepare_runtime(context: Context | None = None) -> None:
+    """``pre_execute`` of tasks that start Java or Spark: the embedded defaults (JAVA_HOME, SPARK_HOME,
+    the venv's bin on PATH for spark-submit) in the worker, without overwriting what is set; Spark's
+    JVM log at WARN (the task log shows the job's own steps, not hundreds of INFO lines)."""
+    from cdc_backfill.runtime import apply_defaults
+    from cdc_backfill.spark.log4j import driver_java_options
+
+    apply_defaults()
+    # spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM in client mode
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options())
+
+
+def refuse(exc: Exception) -> AirflowFailException:
+    """A refusal (bad collection, bad condition, no source) does not get better on retry."""
+    return AirflowFailException(f"refused: {exc}")
+
+
+class CdcOperator(BaseOperator):
+    ui_color = "#e8f4ea"
+
+    def __init__(self, *, source_conn_id: str = "", signal_table: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.source_conn_id = source_conn_id
+        self.signal_table = signal_table
+
+    def hook(self) -> CdcSourceHook:
+        return CdcSourceHook(
+            plans.optional_text(self.source_conn_id) or "", plans.optional_text(self.signal_table)
+        )

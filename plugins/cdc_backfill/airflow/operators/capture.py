@@ -1,0 +1,69 @@
+"""Land what the source has committed until now (the capture's drain)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Context
+
+from cdc_backfill.airflow import plans
+from cdc_backfill.airflow.operators.base import CdcOperator
+
+
+class CdcCaptureDrainOperator(CdcOperator):
+    """Land everything the source has committed until now (``cdc-backfill capture postgres --drain``).
+
+    With ``capture="external"`` another process lands the stream (the capture DAG, ``capture --follow``
+    or Debezium) and this task does nothing. A slot busy with another drain is waited for.
+    """
+
+    template_fields: Sequence[str] = ("landing_dir", "capture", "tables", "source_conn_id", "signal_table")
+
+    def __init__(
+        self,
+        *,
+        landing_dir: Any,
+        capture: Any = "drain",
+        tables: Any = None,
+        slot: str | None = None,
+        publication: str | None = None,
+        max_seconds: float = 3600.0,
+        busy_wait_seconds: float = 600.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.landing_dir = landing_dir
+        self.capture = capture
+        self.tables = tables
+        self.slot = slot
+        self.publication = publication
+        self.max_seconds = max_seconds
+        self.busy_wait_seconds = busy_wait_seconds
+
+    def execute(self, context: Context) -> dict[str, Any] | None:
+        from cdc_backfill.capture.publication import SlotInUse
+
+        if plans.optional_text(self.capture) != "drain":
+            self.log.info("capture is external: another process lands the stream")
+            return None
+        hook = self.hook()
+        landing = Path(str(self.landing_dir))
+        give_up = time.monotonic() + self.busy_wait_seconds
+        while True:
+            try:
+                stats = hook.drain(
+                    landing, self.slot, self.publication, plans.as_list(self.tables), self.max_seconds
+                )
+                break
+            except SlotInUse as exc:
+                if time.monotonic() > give_up:
+                    raise
+                self.log.info("%s; waiting for it", exc)
+                time.sleep(5)
+        self.log.info(
+            "drained: %s transactions, %s events, %s files", stats.transactions, stats.events, stats.files
+        )
+        return {"transactions": stats.transactions, "events": stats.events, "files": stats.files}

@@ -1,0 +1,181 @@
+"""Validate a snapshot request, send execute-snapshot and stop-snapshot signals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Context
+
+from cdc_backfill.airflow import plans
+from cdc_backfill.airflow.hooks import SourceNotConfigured
+from cdc_backfill.airflow.operators.base import CdcOperator, refuse
+from cdc_backfill.signals.model import SignalError, new_signal_id
+
+
+class CdcValidateSnapshotOperator(CdcOperator):
+    """Check a snapshot request against the source's catalog without writing anything.
+
+    Returns (one XCom per key): ``signal_id`` (new), ``collections`` (the resolved names, for mapping),
+    ``reconcile_args`` (the spark-submit arguments) and the normalised form values.
+    """
+
+    template_fields: Sequence[str] = (
+        "collections", "condition", "surrogate_key", "chunk_size", "readers", "engine", "capture",
+        "landing_dir", "state_dir", "source_conn_id", "signal_table", "verify",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        collections: Any,
+        condition: Any = None,
+        surrogate_key: Any = None,
+        chunk_size: Any = 4096,
+        readers: Any = 1,
+        engine: Any = "native",
+        capture: Any = "drain",
+        landing_dir: Any,
+        state_dir: Any,
+        verify: Any = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("multiple_outputs", True)
+        super().__init__(**kwargs)
+        self.collections = collections
+        self.condition = condition
+        self.surrogate_key = surrogate_key
+        self.chunk_size = chunk_size
+        self.readers = readers
+        self.engine = engine  # the form's choice: native or debezium
+        self.capture = capture
+        self.landing_dir = landing_dir
+        self.state_dir = state_dir
+        self.verify = verify
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        hook = self.hook()
+        try:
+            request = plans.SnapshotRequest.from_form(
+                collections=self.collections, condition=self.condition, surrogate_key=self.surrogate_key,
+                chunk_size=self.chunk_size, readers=self.readers, engine=self.engine, capture=self.capture,
+                landing_dir=self.landing_dir, state_dir=self.state_dir, verify=self.verify,
+            )  # fmt: skip
+            signal = request.signal(new_signal_id())
+            self.log.info("source: %s", hook.describe())
+            validated, signal_collection = hook.check_signal(signal)
+        except (SignalError, ValueError, SourceNotConfigured) as exc:
+            raise refuse(exc) from exc
+        for plan in validated.plans:
+            self.log.info(
+                "%s: key (%s), chunk size %s, condition %s",
+                plan.collection, ", ".join(plan.key), plan.chunk_size, plan.condition or "none",
+            )  # fmt: skip
+        for path in (request.landing_dir, request.state_dir):
+            Path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
+        application, args = plans.reconcile_submit(
+            request.landing_dir, request.state_dir, validated.collections, signal_collection
+        )
+        return {
+            "signal_id": signal.id,
+            "collections": list(validated.collections),
+            "reconcile_application": application,
+            "reconcile_args": args,
+            "landing_dir": request.landing_dir,
+            "state_dir": request.state_dir,
+            "engine": request.snapshot_by,
+            "capture": request.capture,
+            "readers": request.readers,
+            "verify": request.verify,
+        }
+
+
+class CdcExecuteSnapshotOperator(CdcOperator):
+    """Send an ``execute-snapshot`` signal (Debezium's JSON) to the source's signal table.
+
+    With ``capture="drain"`` the capture's publication and slot are created first, so the stream holds
+    every watermark of the snapshot. Sending again with the same ``signal_id`` (a retry) is a no-op.
+    Returns the resolved collections (a list: the snapshot tasks are mapped over it); pushes
+    ``signal_id`` and ``debezium_windows`` (Debezium's windows before the signal, the sensor's baseline in
+    ``engine: debezium`` mode) as XComs of their own.
+    """
+
+    template_fields: Sequence[str] = (
+        "signal_id", "collections", "condition", "surrogate_key", "chunk_size", "capture", "landing_dir",
+        "source_conn_id", "signal_table",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        collections: Any,
+        signal_id: Any = None,
+        condition: Any = None,
+        surrogate_key: Any = None,
+        chunk_size: Any = None,
+        capture: Any = "external",
+        landing_dir: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.signal_id = signal_id
+        self.collections = collections
+        self.condition = condition
+        self.surrogate_key = surrogate_key
+        self.chunk_size = chunk_size
+        self.capture = capture
+        self.landing_dir = landing_dir
+
+    def execute(self, context: Context) -> list[str]:
+        hook = self.hook()
+        chunk = plans.optional_text(self.chunk_size)
+        try:
+            signal = plans.execute_signal(
+                plans.optional_text(self.signal_id) or new_signal_id(),
+                plans.as_list(self.collections),
+                plans.optional_text(self.condition),
+                plans.optional_text(self.surrogate_key),
+                plans.as_int(chunk, "chunk_size", 1, plans.MAX_CHUNK_SIZE) if chunk else None,
+            )
+            if plans.optional_text(self.capture) == "drain":
+                landing = plans.optional_text(self.landing_dir)
+                if not landing:
+                    raise ValueError("capture=drain needs landing_dir")
+                for warning in hook.ensure_capture(Path(landing)):
+                    self.log.warning("%s", warning)
+            windows = plans.scan_windows(hook.window_rows()).windows
+            validated, sent = hook.send_signal(signal)
+        except (SignalError, ValueError, SourceNotConfigured) as exc:
+            raise refuse(exc) from exc
+        if sent:
+            self.log.info("execute-snapshot %s sent: %s", signal.id, signal.data_json())
+        else:
+            self.log.info("signal %s is already in the signal table (a retry): not sent again", signal.id)
+        context["ti"].xcom_push(key="signal_id", value=signal.id)
+        context["ti"].xcom_push(key="debezium_windows", value=windows)
+        return list(validated.collections)
+
+
+class CdcStopSnapshotOperator(CdcOperator):
+    """Send a ``stop-snapshot`` signal: the named collections, or (none named) every running snapshot.
+
+    The engine honours it between chunks; the snapshot tasks of the stopped collections end as skipped.
+    """
+
+    template_fields: Sequence[str] = ("collections", "source_conn_id", "signal_table")
+
+    def __init__(self, *, collections: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.collections = collections
+
+    def execute(self, context: Context) -> str:
+        signal = plans.stop_signal(new_signal_id(), plans.as_list(self.collections))
+        try:
+            self.hook().send_signal(signal)
+        except (SignalError, SourceNotConfigured) as exc:
+            raise refuse(exc) from exc
+        self.log.info(
+            "stop-snapshot %s sent for %s", signal.id, ", ".join(signal.collections) or "everything"
+        )
+        return signal.id

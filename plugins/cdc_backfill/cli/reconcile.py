@@ -1,0 +1,79 @@
+"""``cdc-backfill reconcile``: the Spark job through spark-submit, its steps on stderr, its summary on
+stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+
+
+def _cmd_reconcile(args: argparse.Namespace) -> int:
+    from cdc_backfill.spark.submit import reconcile_command, submit_environ
+
+    if "://" not in args.landing and not Path(args.landing).is_dir():
+        print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder the capture and "
+              "snapshots write to)", file=sys.stderr)  # fmt: skip
+        return 2
+    cmd = reconcile_command(
+        args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
+        signal_collection=args.signal_table,
+    )  # fmt: skip
+    if args.print_command:
+        print(shlex.join(cmd))
+        return 0
+    # spark-submit merges the job's stderr into its stdout: its step lines go back to stderr, and stdout
+    # carries only the run summary (one JSON line), as a script reading it expects
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=submit_environ(args.master))
+    summary = None
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if is_summary_line(line):
+            summary = line
+        else:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+    code = proc.wait()
+    if summary is not None:
+        sys.stdout.write(summary)
+    return code
+
+
+def is_summary_line(line: str) -> bool:
+    """The reconcile job's run summary: one JSON object with its counts (pure)."""
+    if not line.startswith("{"):
+        return False
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and "events" in doc and "collections" in doc
+
+
+def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    rec = sub.add_parser(
+        "reconcile",
+        help="rebuild each collection's state from the landed stream and READ chunks (Spark)",
+        epilog="examples:\n  cdc-backfill reconcile --landing lake/ --state state/\n"
+        "  cdc-backfill reconcile --landing s3a://lake/ --state s3a://state/ --master spark://host:7077 --print-command",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rec.add_argument("--landing", required=True, metavar="DIR")
+    rec.add_argument("--state", required=True, metavar="DIR")
+    rec.add_argument("--collections", nargs="*", metavar="COLLECTION")
+    rec.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    rec.add_argument(
+        "--signal-table",
+        default=DEFAULT_SIGNAL_COLLECTION,
+        metavar="SCHEMA.TABLE",
+        help="the signal table whose watermarks bound the windows (default public.cdc_signal)",
+    )
+    rec.add_argument(
+        "--print-command", action="store_true", help="print the spark-submit command, run nothing"
+    )
+    rec.set_defaults(func=_cmd_reconcile)
