@@ -32,7 +32,7 @@ def cdc_capture_postgres() -> None:
     CdcCaptureDrainOperator(
         task_id="drain",
         landing_dir="{{ params.landing_dir }}",
-        tables="{{ params.tables }}",
+        collections="{{ params.collections }}",
         source_conn_id="{{ params.source_conn_id }}",
     )
 

@@ -17,7 +17,6 @@ import logging
 import random
 import shlex
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -151,6 +150,9 @@ class Capturer:
             self.errors.append(exc)
 
 
+SPARK_MASTER = "local[2]"
+
+
 @dataclass
 class Figures:
     rows: int = 0
@@ -194,12 +196,6 @@ def summary_rows(f: Figures) -> list[tuple[str, str]]:
     return lines
 
 
-def _cli(*args: str, stderr: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_backfill.cli", *args], stdout=subprocess.PIPE, stderr=stderr, text=True
-    )
-
-
 def cli_path(executable: Path, cwd: Path) -> str:
     """How the user runs this venv's ``cdc-backfill`` from ``cwd``: ``.venv/bin/cdc-backfill`` in a
     checkout, else its whole path (pure)."""
@@ -226,10 +222,24 @@ def next_commands(cli: str, state: Path, with_make: bool) -> list[tuple[str, str
     return cmds
 
 
+class _StepsShown(logging.Filter):
+    """Lets warnings through, and the INFO steps of the loggers named (the reconcile's)."""
+
+    def __init__(self, shown: tuple[str, ...]) -> None:
+        super().__init__()
+        self.shown = shown
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.startswith(self.shown)
+
+
 @contextlib.contextmanager
-def quiet_console(log_file: Path, verbose: bool) -> Iterator[None]:
+def quiet_console(
+    log_file: Path, verbose: bool, shown: tuple[str, ...] = ("cdc_backfill.reconcile",)
+) -> Iterator[None]:
     """The engine's and the capture's step log (a line per chunk) goes to ``log_file``; the terminal
-    keeps the progress display and warnings. With ``verbose`` the terminal gets everything too."""
+    keeps the progress display, warnings and the steps of ``shown`` (the reconcile's few lines). With
+    ``verbose`` the terminal gets everything too."""
     handler = logging.FileHandler(log_file)
     handler.setFormatter(logging.Formatter(VERBOSE_FORMAT))
     handler.setLevel(logging.DEBUG)
@@ -239,22 +249,22 @@ def quiet_console(log_file: Path, verbose: bool) -> Iterator[None]:
         for h in root.handlers
         if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
     ]
-    levels = [h.level for h in console]
     project = logging.getLogger("cdc_backfill")
     project_level = project.level
     root.addHandler(handler)
     project.setLevel(logging.DEBUG if verbose else logging.INFO)
+    quiet = _StepsShown(shown)
     if not verbose:
         for h in console:
-            h.setLevel(logging.WARNING)
+            h.addFilter(quiet)
     try:
         yield
     finally:
         root.removeHandler(handler)
         handler.close()
         project.setLevel(project_level)
-        for h, level in zip(console, levels, strict=True):
-            h.setLevel(level)
+        for h in console:
+            h.removeFilter(quiet)
 
 
 def run_demo(
@@ -278,6 +288,10 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     from cdc_backfill.snapshot.engine import SnapshotEngine
     from cdc_backfill.snapshot.progress import ProgressStore
     from cdc_backfill.snapshot.status import render, summarize
+    from cdc_backfill.spark.job import reconcile_landing
+    from cdc_backfill.spark.session import build_session
+    from cdc_backfill.spark.verify import verify_collection
+    from cdc_backfill.verify.ranges import DEFAULT_RANGES
 
     console = Console()
     landing, state = folder / "landing", folder / "state"
@@ -337,30 +351,28 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
 
         t2 = time.monotonic()
         console.print("[bold]4.[/] reconcile (Spark): its steps follow")
-        # its progress lines go straight to the terminal; the summary is its last stdout line
-        verbosity = ("-v",) if verbose else ()
-        res = _cli(*verbosity, "reconcile", "--landing", str(landing), "--state", str(state), "--master",
-                   "local[2]", stderr=None)  # fmt: skip
-        if res.returncode != 0:
-            console.print(f"reconcile failed (exit {res.returncode}); see its lines above")
-            return 1
-        f.reconcile = json.loads(res.stdout.strip().splitlines()[-1])
-        f.seconds["reconcile"] = time.monotonic() - t2
-        console.print(f"    state written to {state}")
-
-        t3 = time.monotonic()
-        for coll in TABLES:
-            console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
-            res = _cli("verify", "--source", url, "--state", str(state), "--collection", coll, "--json",
-                       "--master", "local[2]")  # fmt: skip
-            if res.returncode not in (0, 1):
-                console.print(res.stderr[-3000:])
+        spark = build_session("cdc_backfill_demo", master=SPARK_MASTER)
+        try:
+            f.reconcile = reconcile_landing(spark, landing, state)
+            f.seconds["reconcile"] = time.monotonic() - t2
+            if f.reconcile["unapplied"]:
+                console.print(
+                    f"reconcile could not apply {f.reconcile['events_unapplied']:,} events; see above"
+                )
                 return 1
-            report = json.loads(res.stdout)
-            f.verified[coll] = {"all_equal": res.returncode == 0 and report["all_equal"],
-                                "ranges": report["summary"]["ranges"], "equal": report["summary"]["equal"],
-                                "rows": report["summary"]["source_rows"]}  # fmt: skip
-        f.seconds["verify"] = time.monotonic() - t3
+            console.print(f"    state written to {state}")
+            t3 = time.monotonic()
+            engine = source_engine(url, pool_pre_ping=True)
+            for coll in TABLES:
+                console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
+                _source, report = verify_collection(engine, state, coll, DEFAULT_RANGES, SPARK_MASTER)
+                summary = report.summary()
+                f.verified[coll] = {"all_equal": report.all_equal, "ranges": summary["ranges"],
+                                    "equal": summary["equal"], "rows": summary["source_rows"]}  # fmt: skip
+            engine.dispose()
+            f.seconds["verify"] = time.monotonic() - t3
+        finally:
+            spark.stop()
     finally:
         pg.stop()
 

@@ -118,13 +118,16 @@ def test_signal_row_lands_at_its_commit_position(fresh_db: str, tmp_path: Path) 
 def test_keyless_tables_are_refused_or_left_out(fresh_db: str, tmp_path: Path) -> None:
     sql(fresh_db, "CREATE TABLE keyed (id int PRIMARY KEY)", "CREATE TABLE loose (v int)")
     with pytest.raises(CaptureError, match=r"public\.loose has no primary key and REPLICA IDENTITY DEFAULT"):
-        PostgresCapture(fresh_db, tmp_path, tables=["public\\.loose"]).setup()
+        PostgresCapture(fresh_db, tmp_path, collections=["public\\.loose"]).setup()
     warnings = PostgresCapture(fresh_db, tmp_path).setup()
     assert any("public.loose" in w for w in warnings)
     sql(fresh_db, "UPDATE loose SET v = 1")  # would fail if the table had been published
-    res = run_capture(fresh_db, tmp_path, "--tables", "public.nothing")
+    res = run_capture(fresh_db, tmp_path, "--collections", "public.nothing")
     assert res.returncode == 2
-    assert "matches no table" in res.stderr
+    assert "--collections 'public.nothing' matches no table" in res.stderr
+    res = run_capture(fresh_db, tmp_path, "--tables", "public.nothing")  # the earlier name still works
+    assert res.returncode == 2
+    assert "--tables is now --collections" in res.stderr and "matches no table" in res.stderr
 
 
 def test_status_reports_lag_and_files(fresh_db: str, tmp_path: Path) -> None:

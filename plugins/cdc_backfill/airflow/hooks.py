@@ -204,11 +204,11 @@ class CdcSourceHook(BaseHook):
         landing: Path,
         slot: str | None = None,
         publication: str | None = None,
-        tables: list[str] | None = None,
+        collections: list[str] | None = None,
     ) -> list[str]:
         """Create the capture's publication and slot when missing, so that the stream holds every change
         and watermark from now on (a snapshot must not start before its windows can be captured)."""
-        capture = self.capture(landing, slot, publication, tables)
+        capture = self.capture(landing, slot, publication, collections)
         try:
             return capture.setup()
         finally:
@@ -219,7 +219,7 @@ class CdcSourceHook(BaseHook):
         landing: Path,
         slot: str | None = None,
         publication: str | None = None,
-        tables: list[str] | None = None,
+        collections: list[str] | None = None,
     ) -> Any:
         from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT, PostgresCapture
 
@@ -228,7 +228,7 @@ class CdcSourceHook(BaseHook):
             Path(landing),
             slot=slot or DEFAULT_SLOT,
             publication=publication or DEFAULT_PUBLICATION,
-            tables=tables or None,
+            collections=collections or None,
             signal_table=self.signal_table,
         )
 
@@ -237,11 +237,13 @@ class CdcSourceHook(BaseHook):
         landing: Path,
         slot: str | None = None,
         publication: str | None = None,
-        tables: list[str] | None = None,
+        collections: list[str] | None = None,
         max_seconds: float = 3600.0,
     ) -> CaptureStats:
         """Land everything committed until now. Raises SlotInUse while another capture streams."""
-        return self.capture(landing, slot, publication, tables).run(follow=False, max_seconds=max_seconds)
+        return self.capture(landing, slot, publication, collections).run(
+            follow=False, max_seconds=max_seconds
+        )
 
     # ------------------------------------------------------------ snapshot and verify
 

@@ -162,12 +162,13 @@ def capture_params() -> dict[str, Param]:
             title="Landing zone",
             description="Folder the stream files are landed in.",
         ),
-        "tables": Param(
+        "collections": Param(
             None,
             type=["array", "null"],
             items=COLLECTION_ITEM,
-            title="Tables",
-            description="Optional. Regular expressions of the tables to capture, one per line. Empty: every "
+            title="Collections",
+            description="Optional. Regular expressions of the collections (schema.table) to capture, one per "
+            "line. Empty: every "
             "table with a primary key (the signal table always).",
         ),
         "source_conn_id": source_conn_param(),

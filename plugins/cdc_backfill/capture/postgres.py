@@ -100,7 +100,7 @@ class PostgresCapture:
         landing: Path,
         slot: str = DEFAULT_SLOT,
         publication: str = DEFAULT_PUBLICATION,
-        tables: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
         signal_table: str | None = None,
         roll_bytes: int = 64 << 20,
         roll_seconds: float = 30.0,
@@ -109,7 +109,7 @@ class PostgresCapture:
         self.landing = Path(landing)
         self.slot = slot
         self.publication = publication
-        self.patterns = list(tables) if tables else None
+        self.patterns = list(collections) if collections else None
         self.signal_table = signal_table
         self.writer = LandingWriter(self.landing, roll_bytes, roll_seconds)
         self.stats = CaptureStats()

@@ -76,7 +76,7 @@ def choose_tables(
     if rxs:
         for p, rx in zip(patterns or [], rxs, strict=True):
             if not any(rx.fullmatch(t.collection) for t in tables):
-                raise CaptureError(f"--tables {p!r} matches no table in the source")
+                raise CaptureError(f"--collections {p!r} matches no table in the source")
     return chosen, warnings
 
 

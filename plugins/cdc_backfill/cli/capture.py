@@ -11,7 +11,7 @@ from cdc_backfill.config import require_source_url
 
 CAPTURE_EPILOG = """examples:
   cdc-backfill capture postgres --source postgresql+psycopg2://cdc@db/app --landing /lake/app --drain
-  cdc-backfill capture postgres --landing /lake/app --tables 'public\\.orders' 'public\\.customers' --follow
+  cdc-backfill capture postgres --landing /lake/app --collections 'public\\.orders' 'public\\.customers' --follow
   cdc-backfill capture status --landing /lake/app
 """
 
@@ -19,13 +19,17 @@ CAPTURE_EPILOG = """examples:
 def _cmd_postgres(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.postgres import CaptureError, PostgresCapture
 
+    collections = args.collections
+    if args.tables:
+        print("cdc-backfill capture: --tables is now --collections (it still works)", file=sys.stderr)
+        collections = [*(collections or []), *args.tables]
     try:
         cap = PostgresCapture(
             require_source_url(args.source),
             Path(args.landing),
             slot=args.slot,
             publication=args.publication,
-            tables=args.tables,
+            collections=collections,
             signal_table=args.signal_table,
             roll_bytes=int(args.roll_mb * (1 << 20)),
             roll_seconds=args.roll_seconds,
@@ -89,8 +93,12 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--publication", default=DEFAULT_PUBLICATION, help="publication (created or extended if needed)"
     )
     pg.add_argument(
-        "--tables", nargs="+", metavar="REGEX", help="tables to capture (default: every table with a key)"
+        "--collections",
+        nargs="+",
+        metavar="REGEX",
+        help="collections (schema.table regexes) to capture (default: every table with a key)",
     )
+    pg.add_argument("--tables", nargs="+", help=argparse.SUPPRESS)  # the earlier name of --collections
     pg.add_argument("--signal-table", metavar="SCHEMA.TABLE", help="the signal table (always captured)")
     pg.add_argument("--roll-mb", type=float, default=64, help="finish a file at this size (default 64)")
     pg.add_argument("--roll-seconds", type=float, default=30, help="or at this age (default 30)")

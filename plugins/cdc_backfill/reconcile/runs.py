@@ -2,7 +2,7 @@
 read yet, and what the previous run left (plain file reads, no Spark; the job does the rest).
 
 Each state version keeps, beside its rows, ``_cdc_meta.json`` (the stream files read so far, the READ
-chunks applied so far, the stream position the state is complete up to) and ``_cdc_carry/`` (see
+chunks judged so far, the stream position the state is complete up to) and ``_cdc_carry/`` (see
 ``cdc_backfill.spark.reconcile.carry``). Both names start with ``_``, so Spark, DuckDB and pandas
 reading the version's folder leave them out.
 """
@@ -23,13 +23,13 @@ class RunMeta:
     """What a state version has consumed."""
 
     files: frozenset[str] = frozenset()  # stream files, relative to the stream folder
-    applied: frozenset[str] = frozenset()  # READ chunk ids applied (kept or dropped)
+    judged: frozenset[str] = frozenset()  # READ chunk ids judged: their rows kept or dropped, never again
     position: tuple[int, ...] | None = None  # the state is complete up to here
 
     def to_json(self) -> dict[str, Any]:
         return {
             "files": sorted(self.files),
-            "applied_chunks": sorted(self.applied),
+            "judged_chunks": sorted(self.judged),
             "position": list(self.position) if self.position is not None else None,
         }
 
@@ -38,7 +38,7 @@ class RunMeta:
         pos = doc.get("position")
         return cls(
             frozenset(doc.get("files", ())),
-            frozenset(doc.get("applied_chunks", ())),
+            frozenset(doc.get("judged_chunks", doc.get("applied_chunks", ()))),  # the earlier name
             tuple(int(p) for p in pos) if pos is not None else None,
         )
 
@@ -85,13 +85,13 @@ def plan_run(landing: Path, collection: str, previous: Path | None, files: Itera
     new_files = tuple(f for f in files if f not in meta.files)
     chunk_dir = snapshot_dir(landing, collection)
     chunks = tuple(
-        p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.applied
+        p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.judged
     ) if chunk_dir.is_dir() else ()  # fmt: skip
     return RunInput(collection, previous, meta, new_files, chunks)
 
 
-def next_meta(run: RunInput, applied_now: Iterable[str], position: Iterable[int] | None) -> RunMeta:
+def next_meta(run: RunInput, judged_now: Iterable[str], position: Iterable[int] | None) -> RunMeta:
     pos = tuple(int(p) for p in position) if position is not None else None
     if run.meta.position is not None and (pos is None or pos < run.meta.position):
         pos = run.meta.position
-    return RunMeta(run.meta.files | frozenset(run.new_files), run.meta.applied | frozenset(applied_now), pos)
+    return RunMeta(run.meta.files | frozenset(run.new_files), run.meta.judged | frozenset(judged_now), pos)

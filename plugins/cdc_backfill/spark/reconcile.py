@@ -13,8 +13,8 @@ window's high after any stream event there.
 
 Incremental runs (rule 6). A run reads the previous state, the stream files it has not read yet, and a
 *carry* the previous run left: the signal rows of this collection's windows whose READ chunk it has not
-applied yet, and the collection's events after the lowest low of those windows. A window that
-straddles two runs is thus found whole, and a READ applied late is judged against every event of its
+judged yet, and the collection's events after the lowest low of those windows. A window that
+straddles two runs is thus found whole, and a READ read late is judged against every event of its
 window and sorted against the later deletes and truncates exactly as one run over everything would.
 Replaying a carried event is harmless: it ties with the state row it produced. The state keeps, per
 row, the columns whose value no event sent yet (``_cdc_unknown``: an unchanged TOAST column of a key
@@ -39,7 +39,7 @@ from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_t
 STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "file", "line")
 
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
-FALLBACK_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
+FILL_ONLY_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
 
 
 def windows(events: DataFrame, signal_collection: str) -> DataFrame:
@@ -166,7 +166,7 @@ def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame
     dropped = F.col("_cdc_dropped")
     return (
         shape(judged.where(~dropped), "_cdc_high", PRIORITY_READ),
-        shape(judged.where(dropped), "_cdc_low", FALLBACK_PRIORITY),
+        shape(judged.where(dropped), "_cdc_low", FILL_ONLY_PRIORITY),
     )
 
 
@@ -187,7 +187,7 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
     names = [c.name for c in columns]
     values = [n for n in names if n not in key]
     sort = F.col("_cdc_sort")
-    competes = sort.getField("priority") != FALLBACK_PRIORITY
+    competes = sort.getField("priority") != FILL_ONLY_PRIORITY
     # max_by leaves out rows whose ordering is null: each buffer sees only the rows it is about
     per_key = rows.groupBy(*key).agg(
         F.max_by(
@@ -250,9 +250,9 @@ def window_chunk_id() -> Column:
     return F.regexp_replace(F.get_json_object("key", "$.id"), "-(open|close)$", "")
 
 
-def pending_windows(wins: DataFrame, collection: str, applied: DataFrame) -> DataFrame:
-    """The collection's windows whose READ chunk has not been applied (``applied``: ``_cdc_chunk_id``)."""
-    return wins.where(F.col("_cdc_for") == collection).join(applied, "_cdc_chunk_id", "left_anti")
+def pending_windows(wins: DataFrame, collection: str, judged: DataFrame) -> DataFrame:
+    """The collection's windows whose READ chunk has not been judged (``judged``: ``_cdc_chunk_id``)."""
+    return wins.where(F.col("_cdc_for") == collection).join(judged, "_cdc_chunk_id", "left_anti")
 
 
 def newer_than(position: Sequence[int] | None) -> Column:

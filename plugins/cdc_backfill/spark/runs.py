@@ -63,7 +63,7 @@ class RunFrames:
 
 
 def read_run(spark: SparkSession, run: RunInput, event_schema: Any) -> RunFrames:
-    """The previous version, its carry and the READ chunks not applied yet."""
+    """The previous version, its carry and the READ chunks not judged yet."""
     return RunFrames(
         carry=spark.read.schema(event_schema).parquet(str(run.carry)) if run.carry else None,
         reads=spark.read.parquet(*map(str, run.chunks)) if run.chunks else None,
@@ -92,7 +92,7 @@ def reconcile_run(
     key: Sequence[str],
     signal_collection: str,
 ) -> RunResult:
-    """Previous state + new events after its position + carry + unapplied READs -> the next version.
+    """Previous state + new events after its position + carry + READs not judged yet -> the next version.
 
     ``events``: the new stream files' events. The returned ``state`` is cached; unpersist it once written.
     """
@@ -110,7 +110,7 @@ def reconcile_run(
     # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
     # closes its window
     closed_ids = {r[0] for r in closed.collect()}
-    applied_now = [p.stem for p in run.chunks if p.stem in closed_ids]
+    judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
     own = (F.col("collection") == coll) & F.col("op").isin("c", "u", "d", "r")
     is_new = newer_than(run.meta.position)
     totals = events.agg(
@@ -120,10 +120,10 @@ def reconcile_run(
         F.count_if(is_new & own & F.col("after").isNull()).alias("deletes"),
     ).first()
     top = totals["top"]
-    meta = next_meta(run, applied_now, [int(p) for p in top] if top is not None else None)
+    meta = next_meta(run, judged_now, [int(p) for p in top] if top is not None else None)
     spark = events.sparkSession
-    applied = spark.createDataFrame([(c,) for c in sorted(meta.applied)], "_cdc_chunk_id string")
-    pending = pending_windows(parts.windows, coll, applied).cache()
+    judged = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
+    pending = pending_windows(parts.windows, coll, judged).cache()
     state = parts.state.cache()
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0

@@ -20,14 +20,20 @@ class CdcCaptureDrainOperator(CdcOperator):
     or Debezium) and this task does nothing. A slot busy with another drain is waited for.
     """
 
-    template_fields: Sequence[str] = ("landing_dir", "capture", "tables", "source_conn_id", "signal_table")
+    template_fields: Sequence[str] = (
+        "landing_dir",
+        "capture",
+        "collections",
+        "source_conn_id",
+        "signal_table",
+    )
 
     def __init__(
         self,
         *,
         landing_dir: Any,
         capture: Any = "drain",
-        tables: Any = None,
+        collections: Any = None,
         slot: str | None = None,
         publication: str | None = None,
         max_seconds: float = 3600.0,
@@ -37,7 +43,7 @@ class CdcCaptureDrainOperator(CdcOperator):
         super().__init__(**kwargs)
         self.landing_dir = landing_dir
         self.capture = capture
-        self.tables = tables
+        self.collections = collections
         self.slot = slot
         self.publication = publication
         self.max_seconds = max_seconds
@@ -55,7 +61,7 @@ class CdcCaptureDrainOperator(CdcOperator):
         while True:
             try:
                 stats = hook.drain(
-                    landing, self.slot, self.publication, plans.as_list(self.tables), self.max_seconds
+                    landing, self.slot, self.publication, plans.as_list(self.collections), self.max_seconds
                 )
                 break
             except SlotInUse as exc:
