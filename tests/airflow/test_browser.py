@@ -7,7 +7,8 @@ with the project's DAGs against the real PostgreSQL, driven by Debian's Chromium
   included) runs to success, reconcile and verify included;
 - a value out of range is refused with a sentence naming the field, not silently changed; a list of
   blanks is refused;
-- the progress page shows the snapshot to a logged-in user and refuses a logged-out one.
+- the progress page shows the snapshot to a logged-in user and refuses a logged-out one;
+- `cdc-backfill airflow` prints the URL and the login, serves only the project's DAGs, and stops on Ctrl-C.
 
 Screenshots go to ``.cdc/screenshots/`` (``CDC_BACKFILL_SCREENSHOTS`` elsewhere).
 """
@@ -116,13 +117,16 @@ def airflow_url(fresh_db: str, tmp_path: Path) -> Iterator[str]:
             time.sleep(1)
         if "ready: " not in log.read_text():
             unavailable("Airflow (cdc-backfill airflow)", log.read_text()[-2000:])
-        yield f"http://127.0.0.1:{port}"
+        ready = re.search(r"ready: (\S+)  \(log in as admin, password (\S+); kept in", log.read_text())
+        assert ready and ready.group(2) == PASSWORD, log.read_text()[-2000:]
+        yield ready.group(1).rstrip("/")
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user of `make airflow` stops it
         try:
             proc.wait(timeout=90)
         except subprocess.TimeoutExpired:
             proc.kill()
+    assert proc.returncode == 0 and "Airflow stopped" in log.read_text(), log.read_text()[-2000:]
 
 
 def launch_chromium(playwright: Any) -> Any:
@@ -156,6 +160,8 @@ def test_the_ui_as_people_use_it(airflow_url: str) -> None:
     dags = api.wait("the DAGs parsed", lambda: {d["dag_id"]: d for d in api("GET", "/dags").json()["dags"]}
                     if len(api("GET", "/dags").json()["dags"]) >= len(MINIMAL_CONF) else None, 180)  # fmt: skip
     assert set(MINIMAL_CONF) <= set(dags)
+    assert all(d.startswith("cdc_") for d in dags), dags  # the project's DAGs, no examples
+    assert httpx.get(f"{base}/api/v2/dags", timeout=30).status_code == 401  # the API wants a login
     for dag_id, dag in dags.items():
         assert dag["description"], f"{dag_id} has no description for the DAG list"
 

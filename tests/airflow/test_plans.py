@@ -155,3 +155,22 @@ def test_the_decisions_import_neither_airflow_nor_spark(module: str) -> None:
 
     loaded = _imported_after(f"import {module}")
     assert "airflow" not in loaded and "pyspark" not in loaded
+
+
+def test_a_form_is_normalised_once_into_a_typed_request() -> None:
+    form = {"collections": "public\\.orders, ", "readers": "4", "engine": " Native ", "verify": "false",
+            "landing_dir": " lake ", "state_dir": "state", "condition": "  "}  # fmt: skip
+    request = plans.SnapshotRequest.from_form(form)
+    assert request == plans.SnapshotRequest(
+        ("public\\.orders",), None, None, 4096, 4, "native", "drain", "lake", "state", False
+    )
+    assert request.signal("s1").chunk_size == 4096 and request.signal("s1").collections == (
+        "public\\.orders",
+    )
+    for bad, message in (
+        ({"readers": plans.MAX_READERS + 1}, f"readers must be between 1 and {plans.MAX_READERS}"),
+        ({"engine": "kafka"}, "engine must be one of native, debezium"),
+        ({"landing_dir": ""}, "landing_dir and state_dir must be given"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            plans.SnapshotRequest.from_form({**form, **bad})

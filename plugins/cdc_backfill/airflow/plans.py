@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +97,14 @@ def execute_signal(
     )
 
 
+# A snapshot form's fields and their defaults (collections has none: it must be given).
+FORM_DEFAULTS: dict[str, Any] = {
+    "condition": None, "surrogate_key": None, "chunk_size": 4096, "readers": 1, "engine": "native",
+    "capture": "drain", "landing_dir": None, "state_dir": None, "verify": True,
+}  # fmt: skip
+FORM_FIELDS = ("collections", *FORM_DEFAULTS)
+
+
 @dataclass(frozen=True)
 class SnapshotRequest:
     """A snapshot form's values (or a scheduled backfill's entry), normalised once: what the tasks after
@@ -114,35 +122,24 @@ class SnapshotRequest:
     verify: bool
 
     @classmethod
-    def from_form(
-        cls,
-        *,
-        collections: Any,
-        condition: Any = None,
-        surrogate_key: Any = None,
-        chunk_size: Any = 4096,
-        readers: Any = 1,
-        engine: Any = "native",
-        capture: Any = "drain",
-        landing_dir: Any = None,
-        state_dir: Any = None,
-        verify: Any = True,
-    ) -> SnapshotRequest:
-        """Raises ValueError naming the first value that is wrong."""
-        landing, state = optional_text(landing_dir), optional_text(state_dir)
+    def from_form(cls, form: Mapping[str, Any]) -> SnapshotRequest:
+        """From the form's values (``FORM_FIELDS``; a missing one takes its default). Raises ValueError
+        naming the first value that is wrong."""
+        v = {**FORM_DEFAULTS, **form}
+        landing, state = optional_text(v["landing_dir"]), optional_text(v["state_dir"])
         if not landing or not state:
             raise ValueError("landing_dir and state_dir must be given")
         return cls(
-            tuple(as_list(collections)),
-            optional_text(condition),
-            optional_text(surrogate_key),
-            as_int(chunk_size, "chunk_size", 1, MAX_CHUNK_SIZE),
-            as_int(readers, "readers", 1, MAX_READERS),
-            one_of(engine, "engine", ENGINES),
-            one_of(capture, "capture", CAPTURES),
+            tuple(as_list(v.get("collections"))),
+            optional_text(v["condition"]),
+            optional_text(v["surrogate_key"]),
+            as_int(v["chunk_size"], "chunk_size", 1, MAX_CHUNK_SIZE),
+            as_int(v["readers"], "readers", 1, MAX_READERS),
+            one_of(v["engine"], "engine", ENGINES),
+            one_of(v["capture"], "capture", CAPTURES),
             landing,
             state,
-            as_bool(verify),
+            as_bool(v["verify"]),
         )
 
     def signal(self, signal_id: str) -> Signal:

@@ -122,8 +122,8 @@ def reconcile_run(
     top = totals["top"]
     meta = next_meta(run, judged_now, [int(p) for p in top] if top is not None else None)
     spark = events.sparkSession
-    judged = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
-    pending = pending_windows(parts.windows, coll, judged).cache()
+    judged_ids = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
+    pending = pending_windows(parts.windows, coll, judged_ids).cache()
     state = parts.state.cache()
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0

@@ -21,10 +21,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
     ``reconcile_args`` (the spark-submit arguments) and the normalised form values.
     """
 
-    template_fields: Sequence[str] = (
-        "collections", "condition", "surrogate_key", "chunk_size", "readers", "engine", "capture",
-        "landing_dir", "state_dir", "source_conn_id", "signal_table", "verify",
-    )  # fmt: skip
+    template_fields: Sequence[str] = (*plans.FORM_FIELDS, "source_conn_id", "signal_table")
 
     def __init__(
         self,
@@ -57,11 +54,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         hook = self.hook()
         try:
-            request = plans.SnapshotRequest.from_form(
-                collections=self.collections, condition=self.condition, surrogate_key=self.surrogate_key,
-                chunk_size=self.chunk_size, readers=self.readers, engine=self.engine, capture=self.capture,
-                landing_dir=self.landing_dir, state_dir=self.state_dir, verify=self.verify,
-            )  # fmt: skip
+            request = plans.SnapshotRequest.from_form({f: getattr(self, f) for f in plans.FORM_FIELDS})
             signal = request.signal(new_signal_id())
             self.log.info("source: %s", hook.describe())
             validated, signal_collection = hook.check_signal(signal)
