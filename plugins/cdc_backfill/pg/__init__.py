@@ -1,1 +1,2 @@
-"""PostgreSQL-specific parts: the embedded server, and (later) capture through pgoutput."""
+"""PostgreSQL below everything else: connection options, the catalog reader, pgoutput decoding, value
+encoding, the embedded server and the source checks."""
