@@ -1,7 +1,8 @@
 """The names of every folder and file of the landing zone and the state: what every reader and writer
 of them uses (pure).
 
-Landing zone: ``<landing>/stream/cdc-<first commit>-<last commit>-<last lsn>.jsonl`` the capture's
+Landing zone: ``<landing>/log/<collection>/v0001/p<first>-<last>.parquet`` the typed event log and
+``<landing>/log/<collection>/_schema.json`` its schema document; ``<landing>/stream/cdc-<first commit>-<last commit>-<last lsn>.jsonl`` the capture's
 stream files (other tools' files keep their names); ``<landing>/snapshots/<collection>/<chunk>.parquet``
 the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types.
 
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 STREAM_DIR = "stream"
+LOG_DIR = "log"  # the typed event log: <landing>/log/<collection>/v0001/*.parquet and _schema.json
+LOG_SCHEMA = "_schema.json"
 SNAPSHOT_DIR = "snapshots"
 SCHEMA_DIR = "_schemas"
 
@@ -53,6 +56,25 @@ def capture_stream_files(landing: Path) -> list[Path]:
     folder = stream_dir(landing)
     files = folder.glob("cdc-*.jsonl") if folder.is_dir() else []
     return sorted(p for p in files if stream_file_position(p.name) is not None)
+
+
+def log_dir(landing: Path, collection: str) -> Path:
+    """A collection's typed event log (DESIGN.md §5.0)."""
+    return Path(landing) / LOG_DIR / collection
+
+
+def log_version_dir(landing: Path, collection: str, version: int) -> Path:
+    """The log files of one schema version of a collection."""
+    return log_dir(landing, collection) / f"v{version:04d}"
+
+
+def log_schema_file(landing: Path, collection: str) -> Path:
+    return log_dir(landing, collection) / LOG_SCHEMA
+
+
+def log_file_name(first: bytes, last: bytes) -> str:
+    """A log file named by the position keys of its first and last event: hex keeps their byte order."""
+    return f"p{first.hex()}-{last.hex()}.parquet"
 
 
 def snapshot_dir(landing: Path, collection: str) -> Path:

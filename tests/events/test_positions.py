@@ -115,3 +115,24 @@ def test_integers_of_any_size_survive_json() -> None:
     huge = 2**100
     record = loads(f'{{"n": {huge}}}')
     assert record["n"] == huge
+
+
+POSITIONS = st.lists(st.integers(0, 2**200), max_size=4).map(tuple)
+
+
+@given(POSITIONS, POSITIONS)
+def test_position_keys_sort_as_the_positions_do(a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    ka, kb = pos.position_key(a), pos.position_key(b)
+    assert (ka < kb, ka == kb) == (a < b, a == b)  # bytes compare unsigned, as Spark and DuckDB do
+    assert pos.position_of_key(ka) == a
+
+
+def test_position_keys_at_the_edges() -> None:
+    assert pos.position_key(()) == b""
+    assert pos.position_key((0, 1)) == b"\x00\x01\x01"
+    lsn80 = (2**80 - 1, 2**80 - 2, 3)  # SQL Server: commit LSN, change LSN, event serial
+    assert pos.position_key(lsn80) > pos.position_key((2**64, 0, 0))
+    with pytest.raises(ValueError, match="negative"):
+        pos.position_key((-1,))
+    with pytest.raises(ValueError, match="ends inside"):
+        pos.position_of_key(b"\x02\x01")

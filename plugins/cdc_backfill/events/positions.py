@@ -80,3 +80,37 @@ def debezium_pg_sequence(value: Any) -> tuple[int, int] | None:
     if seq[1] is None:
         return None
     return (last_commit, as_int(seq[1], "source.sequence[1]"))
+
+
+def position_key(position: tuple[int, ...]) -> bytes:
+    """A position as bytes whose unsigned byte order is the position's order (tuples compared element by
+    element, a shorter tuple before its extensions): what the typed log stores, so that Spark, Parquet
+    statistics and DuckDB compare positions as one binary value, not an array of decimals.
+
+    Each element is its length in bytes (one byte) then its big-endian bytes without leading zeros: a
+    longer number is a larger one, and no element's bytes are a prefix of another's, so the first byte
+    that differs decides, in the element that differs. Any size up to 255 bytes (SQL Server's 80-bit
+    LSNs, DataWorks sequence ids beyond 2**64)."""
+    out = bytearray()
+    for value in position:
+        if value < 0:
+            raise ValueError(f"a position element is negative: {value}")
+        size = (value.bit_length() + 7) // 8
+        if size > 255:
+            raise ValueError(f"a position element has more than 255 bytes: {value}")
+        out.append(size)
+        out += value.to_bytes(size, "big")
+    return bytes(out)
+
+
+def position_of_key(key: bytes) -> tuple[int, ...]:
+    """The position :func:`position_key` wrote."""
+    out = []
+    at = 0
+    while at < len(key):
+        size = key[at]
+        if at + 1 + size > len(key):
+            raise ValueError(f"a position key ends inside an element: {key.hex()}")
+        out.append(int.from_bytes(key[at + 1 : at + 1 + size], "big"))
+        at += 1 + size
+    return tuple(out)

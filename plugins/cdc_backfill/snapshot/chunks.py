@@ -4,17 +4,14 @@ landing them as one Parquet file (DESIGN.md §4, steps 1 to 4)."""
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
-from cdc_backfill.files import fsync_dir
+from cdc_backfill.files import write_parquet
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
-from cdc_backfill.pgtypes import arrow_type
+from cdc_backfill.pg.csvtext import text_table
 from cdc_backfill.snapshot.shape import TableShape
 from cdc_backfill.snapshot.sql import ChunkTable, compile_sql
 
@@ -48,36 +45,11 @@ def read_events(
     """The CSV of a chunk as READ events in the collection's Arrow schema, and its last key as text (the
     query appends the chunk key as text columns so the next chunk starts exactly after it)."""
     key_names = [f"_cdc_k{i}" for i in range(len(ct.key))]
-    names = [c.name for c in shape.columns] + key_names
-    types: dict[str, pa.DataType] = {}
-    for c in shape.columns:
-        t = arrow_type(c)
-        types[c.name] = pa.string() if pa.types.is_binary(t) else t
-    for k in key_names:
-        types[k] = pa.string()
-    if data:
-        table = pacsv.read_csv(
-            io.BytesIO(data),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=8 << 20),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types,
-                true_values=["t"],
-                false_values=["f"],
-                null_values=[""],
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    else:
-        table = pa.table({n: pa.array([], type=types[n]) for n in names})
+    table = text_table(data, shape.columns, key_names)
     last = None
     if table.num_rows:
         last = [table.column(k)[table.num_rows - 1].as_py() for k in key_names]
     table = table.drop_columns(key_names)
-    for i, c in enumerate(shape.columns):  # bytea arrives as \x-hex text
-        if c.kind == "bytea":
-            values = [None if v is None else bytes.fromhex(v[2:]) for v in table.column(i).to_pylist()]
-            table = table.set_column(i, c.name, pa.array(values, pa.binary()))
     n = table.num_rows
     table = table.append_column("_cdc_op", pa.array(["r"] * n, pa.string()))
     table = table.append_column("_cdc_collection", pa.array([shape.collection] * n, pa.string()))
@@ -89,15 +61,7 @@ def land_chunk(landing: Path, collection: str, chunk_id: str, table: pa.Table) -
     """Temporary name, fsync, rename, fsync of the folder: a chunk file is whole or absent."""
     folder = snapshot_dir(landing, collection)
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / f"{chunk_id}.parquet"
-    tmp = folder / f".{chunk_id}.parquet.part"
-    with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
-    fsync_dir(folder)
-    return final
+    return write_parquet(folder / f"{chunk_id}.parquet", table)
 
 
 def remove_partial_chunks(landing: Path, collection: str | None = None) -> None:
