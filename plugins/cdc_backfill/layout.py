@@ -22,6 +22,7 @@ from typing import Any
 STREAM_DIR = "stream"
 LOG_DIR = "log"  # the typed event log: <landing>/log/<collection>/v0001/*.parquet and _schema.json
 LOG_SCHEMA = "_schema.json"
+ROLLS_DIR = "_rolls"
 SNAPSHOT_DIR = "snapshots"
 SCHEMA_DIR = "_schemas"
 
@@ -70,6 +71,16 @@ def log_version_dir(landing: Path, collection: str, version: int) -> Path:
 
 def log_schema_file(landing: Path, collection: str) -> Path:
     return log_dir(landing, collection) / LOG_SCHEMA
+
+
+def rolls_dir(landing: Path) -> Path:
+    """The typed log's roll manifests: a log file counts as landed only once a manifest names it."""
+    return Path(landing) / LOG_DIR / ROLLS_DIR
+
+
+def roll_manifest_name(last: bytes) -> str:
+    """A roll manifest, named by the position key of the last event it lands (names sort as positions)."""
+    return f"r{last.hex()}.json"
 
 
 def log_file_name(first: bytes, last: bytes) -> str:

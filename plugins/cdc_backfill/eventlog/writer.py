@@ -1,0 +1,176 @@
+"""Landing a stream into the typed event log, transaction-safe across collections.
+
+Events are buffered per collection as CSV rows of their text values (``pg.csvtext``), with their
+position, op, timestamp and unchanged columns. ``roll`` writes one log file per collection, then one
+*roll manifest* naming those files and the stream position they complete, written whole. Only a
+manifest makes files landed: a crash between two collections' files leaves files no manifest names,
+which the next writer deletes (their events come again from the source, whose slot was not told), so
+no event is lost or landed twice. The landed position is the greatest position of any manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
+from cdc_backfill.eventlog.store import write_events
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.files import write_atomically
+from cdc_backfill.layout import LOG_DIR, roll_manifest_name, rolls_dir
+from cdc_backfill.pg.csvtext import csv_row, text_table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Buffer:
+    version: LogVersion
+    rows: list[bytes] = field(default_factory=list)
+    positions: list[bytes] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    ts_ms: list[int | None] = field(default_factory=list)
+    unchanged: list[list[str] | None] = field(default_factory=list)
+
+
+def landed_log_position(landing: Path) -> tuple[int, ...]:
+    """The greatest stream position a roll manifest completes; () for none."""
+    folder = rolls_dir(landing)
+    if not folder.is_dir():
+        return ()
+    return max((tuple(json.loads(p.read_text())["position"]) for p in folder.glob("*.json")), default=())
+
+
+def remove_unlanded(landing: Path) -> list[Path]:
+    """Delete log files no manifest names and partial files (what a crash left); returns them."""
+    root = Path(landing) / LOG_DIR
+    folder = rolls_dir(landing)
+    if not root.is_dir():
+        return []
+    named = set()
+    if folder.is_dir():
+        for manifest in folder.glob("*.json"):
+            named |= set(json.loads(manifest.read_text())["files"])
+    gone = []
+    for path in sorted(root.glob("*/v*/*")):
+        if path.name.endswith(".part") or path.relative_to(root).as_posix() not in named:
+            path.unlink()
+            gone.append(path)
+    for path in folder.glob(".*.part") if folder.is_dir() else []:
+        path.unlink()
+    return gone
+
+
+class LogWriter:
+    """Buffers events per collection; ``roll`` lands them and returns the LSN that may be confirmed."""
+
+    def __init__(
+        self, landing: Path, origin: str, roll_events: int = 500_000, roll_seconds: float = 30.0
+    ) -> None:
+        self.landing = Path(landing)
+        self.origin = origin
+        self.roll_events = roll_events
+        self.roll_seconds = roll_seconds
+        removed = remove_unlanded(self.landing)
+        if removed:
+            log.warning("removed %d log file(s) of an unfinished roll: their events come again", len(removed))
+        self._buffers: dict[str, _Buffer] = {}
+        self._events = 0
+        self._opened_at = 0.0
+        self._last: tuple[int, ...] = ()
+        self._done_end_lsn = 0
+        self.durable_end_lsn = 0
+        self.rolls = 0
+        self.events_written = 0
+
+    def write(
+        self,
+        collection: str,
+        version: LogVersion,
+        op: str,
+        position: tuple[int, ...],
+        values: list[bytes | None],
+        ts_ms: int | None = None,
+        unchanged: list[str] | None = None,
+    ) -> None:
+        """One event: ``values`` are the text values of ``version``'s columns (a delete's non-key
+        columns as None); a collection described anew mid-roll goes to its new version next roll."""
+        buf = self._buffers.get(collection)
+        if buf is None or buf.version != version:
+            if buf is not None and buf.rows:
+                raise ValueError(f"{collection} changed its columns inside a roll: roll first")
+            buf = self._buffers[collection] = _Buffer(version)
+        if not self._events:
+            self._opened_at = time.monotonic()
+        buf.rows.append(csv_row(values))
+        buf.positions.append(position_key(position))
+        buf.ops.append(op)
+        buf.ts_ms.append(ts_ms)
+        buf.unchanged.append(unchanged)
+        self._events += 1
+        self._last = position
+
+    def commit_done(self, end_lsn: int) -> None:
+        self._done_end_lsn = end_lsn
+        if not self._events:
+            self.durable_end_lsn = max(self.durable_end_lsn, end_lsn)  # nothing buffered: safe to confirm
+
+    def has(self, collection: str) -> bool:
+        """Events of this collection wait in the current roll."""
+        buf = self._buffers.get(collection)
+        return buf is not None and bool(buf.rows)
+
+    @property
+    def due(self) -> bool:
+        return self._events > 0 and (
+            self._events >= self.roll_events or time.monotonic() - self._opened_at >= self.roll_seconds
+        )
+
+    def roll(self) -> int:
+        """Land every buffered event (one file per collection, then the manifest)."""
+        if not self._events:
+            return self.durable_end_lsn
+        root = self.landing / LOG_DIR
+        files = []
+        for collection, buf in self._buffers.items():
+            if not buf.rows:
+                continue
+            path = write_events(self.landing, collection, buf.version, self._table(buf))
+            if path is not None:
+                files.append(path.relative_to(root).as_posix())
+        manifest = {"files": files, "position": list(self._last), "events": self._events}
+        folder = rolls_dir(self.landing)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomically(folder / roll_manifest_name(position_key(self._last)), json.dumps(manifest).encode())
+        log.info("landed %s events of %s collection(s) up to %s", self._events, len(files), list(self._last))
+        self.events_written += self._events
+        self.rolls += 1
+        self._buffers = {c: _Buffer(b.version) for c, b in self._buffers.items()}
+        self._events = 0
+        self.durable_end_lsn = max(self.durable_end_lsn, self._done_end_lsn)
+        return self.durable_end_lsn
+
+    def abandon(self) -> None:
+        """Drop what is buffered (not confirmed: it comes again)."""
+        self._buffers = {c: _Buffer(b.version) for c, b in self._buffers.items()}
+        self._events = 0
+
+    def _table(self, buf: _Buffer) -> pa.Table:
+        rows = text_table(b"".join(buf.rows), buf.version.columns)
+        n = rows.num_rows
+        meta = pa.table({
+            POSITION: pa.array(buf.positions, pa.binary()),
+            OP: pa.array(buf.ops, pa.string()),
+            TS_MS: pa.array(buf.ts_ms, pa.int64()),
+            UNCHANGED: pa.array(buf.unchanged, pa.list_(pa.string())),
+            ORIGIN: pa.array([self.origin] * n, pa.string()),
+            LINE: pa.array(range(1, n + 1), pa.int64()),
+        })  # fmt: skip
+        for name in rows.column_names:
+            meta = meta.append_column(name, rows.column(name))
+        return meta
