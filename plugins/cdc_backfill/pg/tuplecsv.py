@@ -1,0 +1,38 @@
+"""One pgoutput TupleData to a CSV line of its text values (``pg.csvtext`` reads it into lake types):
+what the capture will land into the typed event log. The columns the server did not send (an
+unchanged TOAST value, kind ``u``) come back by index: their field is empty and their value stays."""
+
+from __future__ import annotations
+
+import struct
+
+from cdc_backfill.pg.pgoutput import ProtocolError
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def tuple_csv(buf: bytes, pos: int) -> tuple[bytes, list[int], int]:
+    """(CSV line, indexes of unchanged columns, position after the tuple) of the TupleData at ``pos``."""
+    (ncols,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    fields: list[bytes] = []
+    unchanged: list[int] = []
+    for i in range(ncols):
+        kind = buf[pos]
+        if kind == 0x74:  # t: text
+            (length,) = _I32.unpack_from(buf, pos + 1)
+            end = pos + 5 + length
+            value = buf[pos + 5 : end]
+            fields.append(b'"' + (value.replace(b'"', b'""') if b'"' in value else value) + b'"')
+            pos = end
+        elif kind == 0x6E:  # n: NULL
+            fields.append(b"")
+            pos += 1
+        elif kind == 0x75:  # u: unchanged TOAST value, not sent
+            fields.append(b"")
+            unchanged.append(i)
+            pos += 1
+        else:
+            raise ProtocolError(f"unexpected tuple data kind {kind!r}")
+    return b",".join(fields) + b"\n", unchanged, pos
