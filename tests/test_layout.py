@@ -134,12 +134,17 @@ def test_layers_only_look_down() -> None:
 
 
 def test_test_modules_share_helpers_through_tests_support() -> None:
-    wrong = [
-        f"{path.relative_to(ROOT)} imports {target}"
-        for path in (ROOT / "tests").rglob("*.py")
-        for target, _ in project_imports(path, ROOT)
-        if target.split(".")[-1].startswith("test_")
-    ]
+    """A test imports no other test module, and helpers of another folder only from tests/support."""
+    wrong = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        folder = ".".join(path.parent.relative_to(ROOT).parts)
+        for target, _ in project_imports(path, ROOT):
+            if not target.startswith("tests."):
+                continue
+            there = target.rsplit(".", 1)[0]
+            shared = target.startswith("tests.support") or target == "tests.conftest" or there == folder
+            if target.split(".")[-1].startswith("test_") or not shared:
+                wrong.append(f"{path.relative_to(ROOT)} imports {target}")
     assert wrong == []
 
 

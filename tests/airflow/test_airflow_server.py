@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from cdc_backfill.pg.embedded import free_port
 from tests.airflow.conftest import DAGS, conn_env
 from tests.conftest import ROOT, unavailable
-from tests.snapshot.workload import seed
+from tests.support.workload import seed
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

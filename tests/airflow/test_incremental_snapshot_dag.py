@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from tests.airflow.conftest import load_dag
-from tests.snapshot.judge import columns_of, source_state
-from tests.snapshot.workload import Writers, seed
+from tests.support.judge import columns_of, source_state
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

@@ -34,8 +34,8 @@ def test_the_app_answers_with_each_collections_progress(
     from cdc_backfill.airflow import progress_app
     from cdc_backfill.airflow.progress_app import app
     from cdc_backfill.snapshot.engine import SnapshotEngine
-    from tests.snapshot.workload import seed
     from tests.support.pg import send
+    from tests.support.workload import seed
 
     monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", fresh_db)
     monkeypatch.delenv("CDC_BACKFILL_PROGRESS_CONN_ID", raising=False)

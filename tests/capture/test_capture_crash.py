@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.capture.postgres import CRASH_ENV, PostgresCapture
-from tests.capture.conftest import capture_cmd, landed_events, run_capture
+from tests.support.capture import capture_cmd, landed_events, run_capture
 from tests.support.pg import sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.capture.postgres import CaptureError, PostgresCapture, capture_status
 from cdc_backfill.events.model import ChangeEvent
-from tests.capture.conftest import landed_events, run_capture
+from tests.support.capture import landed_events, run_capture
 from tests.support.pg import sql
 
 pytestmark = pytest.mark.pg

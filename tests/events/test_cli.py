@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.events.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from cdc_backfill.events import ParseOptions, parse_file, parse_record
 from cdc_backfill.events.model import ChangeEvent
-from tests.events.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "events"
 

@@ -11,7 +11,7 @@ from cdc_backfill.signals.model import (
     check_row_limits,
     new_signal_id,
 )
-from tests.events.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 SIGNALS = [
     Signal("a1", "execute-snapshot", ("public.orders", "public\\.cust.*"), "incremental"),

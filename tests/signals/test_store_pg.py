@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from cdc_backfill.cli import main
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
-from tests.events.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.pg
 

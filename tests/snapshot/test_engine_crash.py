@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.snapshot.faults import CRASH_ENV
-from tests.snapshot.judge import assert_consistent
-from tests.snapshot.workload import Writers, seed
+from tests.support.judge import assert_consistent
 from tests.support.pg import drain, send
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
 

@@ -8,9 +8,9 @@ import pytest
 
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from tests.snapshot.judge import assert_consistent
-from tests.snapshot.workload import Writers, seed
+from tests.support.judge import assert_consistent
 from tests.support.pg import InWindow, drain, send
+from tests.support.workload import Writers, seed
 
 pytestmark = pytest.mark.pg
 

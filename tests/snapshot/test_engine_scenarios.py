@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.status import summarize
-from tests.snapshot.judge import assert_consistent
-from tests.snapshot.workload import WORDS, Writers, seed
+from tests.support.judge import assert_consistent
 from tests.support.pg import drain, sql
 from tests.support.pg import eager_engine as engine
 from tests.support.pg import send_as as send
+from tests.support.workload import WORDS, Writers, seed
 
 pytestmark = pytest.mark.pg
 

@@ -12,7 +12,7 @@ import pytest
 from cdc_backfill.events import ParseOptions, parse_file
 from cdc_backfill.events.model import dumps
 from cdc_backfill.spark.landing import events_only, landing_events, quarantined_only
-from tests.events.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.spark
 

@@ -22,7 +22,7 @@ from cdc_backfill.events.parse import DEFAULT_OPTIONS
 from cdc_backfill.spark.landing import landing_events, line_rows
 from cdc_backfill.spark.lines import read_landing_lines
 from cdc_backfill.spark.native import native_landing_events, native_rows
-from tests.events.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.spark
 
@@ -404,7 +404,7 @@ def capture_sample(url: str, landing: Path, run: Callable[[str, Path], Any]) -> 
 
 @pytest.mark.pg
 def test_a_live_capture_is_read_natively_and_equally(spark, fresh_db: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from tests.capture.conftest import run_capture
+    from tests.support.capture import run_capture
 
     landing = tmp_path / "landing"
     capture_sample(fresh_db, landing, run_capture)

@@ -12,9 +12,9 @@ from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.landing import events_only, landing_events
 from cdc_backfill.spark.reconcile import reconcile_collection
-from tests.snapshot.judge import assert_consistent, columns_of, source_state
-from tests.snapshot.workload import Writers, seed
+from tests.support.judge import assert_consistent, columns_of, source_state
 from tests.support.pg import InWindow, drain, send
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 

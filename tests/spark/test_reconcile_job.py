@@ -12,9 +12,9 @@ import pytest
 
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.submit import reconcile_command
-from tests.snapshot.judge import columns_of, source_state
-from tests.snapshot.workload import Writers, seed
+from tests.support.judge import columns_of, source_state
 from tests.support.pg import InWindow, drain, send
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 

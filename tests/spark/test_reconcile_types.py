@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.job import reconcile_landing
-from tests.snapshot.judge import columns_of, source_state
+from tests.support.judge import columns_of, source_state
 from tests.support.pg import drain, send
 from tests.support.typed import from_text
 

@@ -18,9 +18,9 @@ import sqlalchemy as sa
 
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.job import reconcile_landing
-from tests.snapshot.judge import columns_of, source_state
-from tests.snapshot.workload import Writers, seed
+from tests.support.judge import columns_of, source_state
 from tests.support.pg import InWindow, drain, send
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.torture]
 

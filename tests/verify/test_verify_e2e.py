@@ -18,8 +18,8 @@ import pytest
 from cdc_backfill.cli import main
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from tests.snapshot.workload import Writers, seed
 from tests.support.pg import InWindow, drain, send
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

@@ -1,3 +1,5 @@
+"""Running the capture as a user does, and reading what it landed."""
+
 from __future__ import annotations
 
 import os
@@ -7,12 +9,13 @@ from pathlib import Path
 
 from cdc_backfill.events import parse_file
 from cdc_backfill.events.model import ChangeEvent
+from cdc_backfill.layout import capture_stream_files
 
 
 def landed_events(landing: Path) -> list[ChangeEvent]:
     """Every event in finished stream files, in file order, parsed by the canonical parser."""
     events: list[ChangeEvent] = []
-    for f in sorted((landing / "stream").glob("cdc-*.jsonl")):
+    for f in capture_stream_files(landing):
         result = parse_file(str(f))
         assert result.quarantined == [], result.quarantined[:3]
         events.extend(result.events)

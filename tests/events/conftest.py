@@ -1,5 +1,0 @@
-from __future__ import annotations
-
-from pathlib import Path
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "events"
