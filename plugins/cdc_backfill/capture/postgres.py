@@ -111,14 +111,21 @@ class PostgresCapture:
         self.publication = publication
         self.patterns = list(collections) if collections else None
         self.signal_table = signal_table
-        self.writer = LandingWriter(self.landing, roll_bytes, roll_seconds)
+        self.writer = self._make_writer(roll_bytes, roll_seconds)
         self.stats = CaptureStats()
         self.engine = source_engine(url, isolation_level="AUTOCOMMIT")
         self.db = make_url(url).database or ""
         self._relations: dict[int, RelInfo] = {}
         self._stop = False
-        self._skip_to = landed_position(self.landing)
+        self._skip_to = self._landed()
         self._elements: dict[int, int | None] = {}
+
+    def _make_writer(self, roll_bytes: int, roll_seconds: float) -> Any:
+        return LandingWriter(self.landing, roll_bytes, roll_seconds)
+
+    def _landed(self) -> tuple[int, ...]:
+        """The position the landing zone holds: events at or before it are not landed again."""
+        return landed_position(self.landing)
 
     # ------------------------------------------------------------ setup
 
@@ -169,6 +176,9 @@ class PostgresCapture:
             tuple(enc for _, enc in kinds),
             tuple(names.index(k) for k in key_names if k in names),
         )
+        self._describe(coll, key_names, rel, types)
+
+    def _describe(self, coll: str, key_names: list[str], rel: pgoutput.Relation, types: list[str]) -> None:
         path = schema_file(self.landing, coll)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, schema_document(coll, key_names, rel.columns, types))

@@ -86,6 +86,7 @@ class LogWriter:
         self._done_end_lsn = 0
         self.durable_end_lsn = 0
         self.rolls = 0
+        self.files_written = 0
         self.events_written = 0
 
     def write(
@@ -100,6 +101,19 @@ class LogWriter:
     ) -> None:
         """One event: ``values`` are the text values of ``version``'s columns (a delete's non-key
         columns as None); a collection described anew mid-roll goes to its new version next roll."""
+        self.write_row(collection, version, op, position, csv_row(values), ts_ms, unchanged)
+
+    def write_row(
+        self,
+        collection: str,
+        version: LogVersion,
+        op: str,
+        position: tuple[int, ...],
+        line: bytes,
+        ts_ms: int | None = None,
+        unchanged: list[str] | None = None,
+    ) -> None:
+        """``write`` with the values already a CSV line (``pg.tuplecsv``: the capture's hot path)."""
         buf = self._buffers.get(collection)
         if buf is None or buf.version != version:
             if buf is not None and buf.rows:
@@ -107,7 +121,7 @@ class LogWriter:
             buf = self._buffers[collection] = _Buffer(version)
         if not self._events:
             self._opened_at = time.monotonic()
-        buf.rows.append(csv_row(values))
+        buf.rows.append(line)
         buf.positions.append(position_key(position))
         buf.ops.append(op)
         buf.ts_ms.append(ts_ms)
@@ -150,6 +164,7 @@ class LogWriter:
         log.info("landed %s events of %s collection(s) up to %s", self._events, len(files), list(self._last))
         self.events_written += self._events
         self.rolls += 1
+        self.files_written += len(files)
         self._buffers = {c: _Buffer(b.version) for c, b in self._buffers.items()}
         self._events = 0
         self.durable_end_lsn = max(self.durable_end_lsn, self._done_end_lsn)

@@ -1,0 +1,99 @@
+"""The PostgreSQL capture landing the typed event log (DESIGN.md §5.0) instead of JSON lines: each
+relation message describes its collection's log schema, each change becomes a CSV row of its text
+values (``pg.tuplecsv``) typed at the roll (``pg.csvtext``), and a roll lands every collection's file
+then its manifest (``eventlog.writer``) before the slot is told.
+
+Positions are (commit LSN, LSN of the change); a key change lands as a delete at (commit, lsn, 0) and a
+create at (commit, lsn, 1), so that the two keep their order by position alone. Logical decoding
+messages other than the drain marker are not landed in the log (the fences of the Airflow sensor
+still need the JSON stream: the sensor does not read the log yet).
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from cdc_backfill.capture.lines import RelInfo, TxnState
+from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.eventlog.schema import LogVersion
+from cdc_backfill.eventlog.store import describe
+from cdc_backfill.eventlog.writer import LogWriter, landed_log_position
+from cdc_backfill.pg import pgoutput
+from cdc_backfill.pg.tuplecsv import csv_fields, tuple_csv
+from cdc_backfill.pgtypes import PgColumn
+
+_RELID = struct.Struct(">I")
+
+
+class TypedPostgresCapture(PostgresCapture):
+    """``PostgresCapture`` whose landing is the typed event log."""
+
+    def _make_writer(self, roll_bytes: int, roll_seconds: float) -> Any:
+        self._versions: dict[str, LogVersion] = {}
+        self._names: dict[str, list[str]] = {}
+        # about 100 bytes an event: a roll of roll_bytes holds this many
+        return LogWriter(Path(self.landing), f"capture:{self.slot}", max(1, roll_bytes // 100), roll_seconds)
+
+    def _landed(self) -> tuple[int, ...]:
+        return landed_log_position(self.landing) or (0, 0)
+
+    def _describe(self, coll: str, key_names: list[str], rel: pgoutput.Relation, types: list[str]) -> None:
+        columns = [PgColumn(c.name, t, c.type_oid) for c, t in zip(rel.columns, types, strict=True)]
+        if self.writer.has(coll) and (
+            coll not in self._versions or self._versions[coll].columns != tuple(columns)
+        ):
+            self.writer.roll()  # its earlier events belong to the earlier schema version
+        self._versions[coll] = describe(self.landing, coll, columns, key_names)
+        self._names[coll] = [c.name for c in rel.columns]
+
+    def _land(self, rel: RelInfo, st: TxnState, position: tuple[int, ...], op: str, line: bytes,
+              unchanged: list[int]) -> None:  # fmt: skip
+        if st.maybe_landed and position <= self._skip_to:
+            self.stats.skipped += 1
+            return
+        names = self._names[rel.collection]
+        self.writer.write_row(
+            rel.collection, self._versions[rel.collection], op, position, line, st.ts_ms,
+            [names[i] for i in unchanged] or None,
+        )  # fmt: skip
+        self.stats.events += 1
+
+    def _emit(
+        self, rel: RelInfo, st: TxnState, lsn: int, op: str, key: bytes, before: bytes, after: bytes
+    ) -> None:
+        # only truncates come here: a row event of the typed log goes through _row_change
+        self._land(
+            rel, st, (st.commit_lsn, lsn), op, b"," * (len(self._names[rel.collection]) - 1) + b"\n", []
+        )
+
+    def _message(self, m: pgoutput.Message, lsn: int, st: TxnState) -> None:
+        return None  # not landed in the log (see the module's docstring)
+
+    def _row_change(self, kind: int, buf: bytes, lsn: int, st: TxnState) -> None:
+        (relid,) = _RELID.unpack_from(buf, 1)
+        rel = self._relations[relid]
+        at = (st.commit_lsn, lsn)
+        if kind == 0x49:  # I: 'N' new tuple
+            line, unchanged, _ = tuple_csv(buf, 6)
+            self._land(rel, st, at, "c", line, unchanged)
+            return
+        sub = buf[5]
+        old = None
+        pos = 6
+        if sub in (0x4B, 0x4F):  # 'K' the old key, 'O' the whole old row
+            old, _, pos = tuple_csv(buf, 6)
+            pos += 1  # the 'N' of an update's new tuple
+        if kind == 0x44:  # D
+            if old is None:
+                raise pgoutput.ProtocolError("delete without an old tuple")
+            self._land(rel, st, at, "d", old, [])
+            return
+        line, unchanged, _ = tuple_csv(buf, pos)  # U
+        if old is not None and csv_fields(old, rel.key_idx) != csv_fields(line, rel.key_idx):
+            # a key change: a delete of the old key, then a create of the new one
+            self._land(rel, st, (*at, 0), "d", old, [])
+            self._land(rel, st, (*at, 1), "c", line, unchanged)
+            return
+        self._land(rel, st, at, "u", line, unchanged)
