@@ -298,9 +298,10 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     f = Figures(rows=rows)
     t0 = time.monotonic()
     pg = EmbeddedPostgres(folder / "postgres", settings={"max_wal_size": "1GB"}).start()
+    engine: sa.Engine | None = None
     try:
         url = pg.url
-        engine = source_engine(url)
+        engine = source_engine(url, pool_pre_ping=True)  # seeding, progress display and verify
         with engine.begin() as conn:
             for stmt in [*SCHEMA_SQL, *seed_sql(rows)]:
                 conn.execute(sa.text(stmt))
@@ -344,7 +345,6 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
         f.changes = writer.stop()
         capturer.stop()
         capturer.drain()  # everything committed is landed
-        engine.dispose()
         console.print(
             f"[bold]3.[/] snapshot done: {f.chunks} chunks; writer stopped after {f.changes:,} changes; stream drained"
         )
@@ -362,18 +362,18 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
                 return 1
             console.print(f"    state written to {state}")
             t3 = time.monotonic()
-            engine = source_engine(url, pool_pre_ping=True)
             for coll in TABLES:
                 console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
                 _source, report = verify_collection(engine, state, coll, DEFAULT_RANGES, SPARK_MASTER)
                 summary = report.summary()
                 f.verified[coll] = {"all_equal": report.all_equal, "ranges": summary["ranges"],
                                     "equal": summary["equal"], "rows": summary["source_rows"]}  # fmt: skip
-            engine.dispose()
             f.seconds["verify"] = time.monotonic() - t3
         finally:
             spark.stop()
     finally:
+        if engine is not None:
+            engine.dispose()
         pg.stop()
 
     table = Table(title="cdc_backfill demo", show_header=False)

@@ -18,16 +18,9 @@ from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.eventlog.store import log_files, read_schema
 from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.events.positions import position_of_key
-from cdc_backfill.pg.tuplecsv import csv_fields
 from tests.support.pg import sql
 
 pytestmark = pytest.mark.pg
-
-
-def test_csv_fields_give_the_raw_fields_back() -> None:
-    line = b'"1","a, ""b""",,"x"\n'
-    assert csv_fields(line, (0, 1, 2, 3)) == (b'"1"', b'"a, ""b"""', b"", b'"x"')
-    assert csv_fields(b',"k"\n', (1, 0)) == (b'"k"', b"")
 
 
 def rows(landing: Path, collection: str) -> list[dict[str, object]]:

@@ -29,8 +29,9 @@ def tuple_data(values: list[bytes | str | None]) -> bytes:
 def test_a_tuple_becomes_the_csv_row_copy_would_give() -> None:
     values: list[bytes | str | None] = [b"7", b'a "quoted", line\nbreak', None, "u", b""]
     buf = b"XYZ" + tuple_data(values) + b"tail"
-    line, unchanged, end = tuple_csv(buf, 3)
+    line, unchanged, key, end = tuple_csv(buf, 3, (1, 0))
     assert buf[end:] == b"tail" and unchanged == [3]
+    assert key == (b'"a ""quoted"", line\nbreak"', b'"7"')  # the fields as the line has them
     assert line == csv_row([b"7", b'a "quoted", line\nbreak', None, None, b""])
     columns = [PgColumn("id", "integer", 23), PgColumn("t", "text", 25), PgColumn("n", "text", 25),
                PgColumn("big", "text", 25), PgColumn("e", "text", 25)]  # fmt: skip

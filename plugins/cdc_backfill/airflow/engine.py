@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.snapshot.chunks import remove_partial_chunks
 from cdc_backfill.snapshot.engine import SnapshotEngine
 
 
@@ -19,11 +18,6 @@ class ScopedSnapshotEngine(SnapshotEngine):
     @property
     def stop_requested(self) -> bool:
         return self._stop_requested
-
-    def init(self) -> None:
-        self.signals.init()
-        self.progress.init()
-        remove_partial_chunks(self.landing, self.collection)
 
     def pending_work(self) -> list[Any]:
         return [

@@ -21,7 +21,7 @@ from cdc_backfill.eventlog.schema import LogVersion
 from cdc_backfill.eventlog.store import describe
 from cdc_backfill.eventlog.writer import LogWriter, landed_log_position
 from cdc_backfill.pg import pgoutput
-from cdc_backfill.pg.tuplecsv import csv_fields, tuple_csv
+from cdc_backfill.pg.tuplecsv import tuple_csv
 from cdc_backfill.pgtypes import PgColumn
 
 _RELID = struct.Struct(">I")
@@ -30,9 +30,11 @@ _RELID = struct.Struct(">I")
 class TypedPostgresCapture(PostgresCapture):
     """``PostgresCapture`` whose landing is the typed event log."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._versions: dict[str, LogVersion] = {}  # each collection's current log schema version
+
     def _make_writer(self, roll_bytes: int, roll_seconds: float) -> Any:
-        self._versions: dict[str, LogVersion] = {}
-        self._names: dict[str, list[str]] = {}
         # about 100 bytes an event: a roll of roll_bytes holds this many
         return LogWriter(Path(self.landing), f"capture:{self.slot}", max(1, roll_bytes // 100), roll_seconds)
 
@@ -41,22 +43,19 @@ class TypedPostgresCapture(PostgresCapture):
 
     def _describe(self, coll: str, key_names: list[str], rel: pgoutput.Relation, types: list[str]) -> None:
         columns = [PgColumn(c.name, t, c.type_oid) for c, t in zip(rel.columns, types, strict=True)]
-        if self.writer.has(coll) and (
-            coll not in self._versions or self._versions[coll].columns != tuple(columns)
-        ):
-            self.writer.roll()  # its earlier events belong to the earlier schema version
-        self._versions[coll] = describe(self.landing, coll, columns, key_names)
-        self._names[coll] = [c.name for c in rel.columns]
+        version = describe(self.landing, coll, columns, key_names)
+        if self.writer.has(coll) and self._versions.get(coll) != version:
+            self.writer.roll()  # its buffered events belong to the earlier schema version
+        self._versions[coll] = version
 
     def _land(self, rel: RelInfo, st: TxnState, position: tuple[int, ...], op: str, line: bytes,
               unchanged: list[int]) -> None:  # fmt: skip
         if st.maybe_landed and position <= self._skip_to:
             self.stats.skipped += 1
             return
-        names = self._names[rel.collection]
         self.writer.write_row(
             rel.collection, self._versions[rel.collection], op, position, line, st.ts_ms,
-            [names[i] for i in unchanged] or None,
+            [rel.names[i] for i in unchanged] or None,
         )  # fmt: skip
         self.stats.events += 1
 
@@ -64,9 +63,7 @@ class TypedPostgresCapture(PostgresCapture):
         self, rel: RelInfo, st: TxnState, lsn: int, op: str, key: bytes, before: bytes, after: bytes
     ) -> None:
         # only truncates come here: a row event of the typed log goes through _row_change
-        self._land(
-            rel, st, (st.commit_lsn, lsn), op, b"," * (len(self._names[rel.collection]) - 1) + b"\n", []
-        )
+        self._land(rel, st, (st.commit_lsn, lsn), op, b"," * (len(rel.names) - 1) + b"\n", [])
 
     def _message(self, m: pgoutput.Message, lsn: int, st: TxnState) -> None:
         return None  # not landed in the log (see the module's docstring)
@@ -76,22 +73,22 @@ class TypedPostgresCapture(PostgresCapture):
         rel = self._relations[relid]
         at = (st.commit_lsn, lsn)
         if kind == 0x49:  # I: 'N' new tuple
-            line, unchanged, _ = tuple_csv(buf, 6)
+            line, unchanged, _, _ = tuple_csv(buf, 6)
             self._land(rel, st, at, "c", line, unchanged)
             return
         sub = buf[5]
-        old = None
+        old = old_key = None
         pos = 6
         if sub in (0x4B, 0x4F):  # 'K' the old key, 'O' the whole old row
-            old, _, pos = tuple_csv(buf, 6)
+            old, _, old_key, pos = tuple_csv(buf, 6, rel.key_idx)
             pos += 1  # the 'N' of an update's new tuple
         if kind == 0x44:  # D
             if old is None:
                 raise pgoutput.ProtocolError("delete without an old tuple")
             self._land(rel, st, at, "d", old, [])
             return
-        line, unchanged, _ = tuple_csv(buf, pos)  # U
-        if old is not None and csv_fields(old, rel.key_idx) != csv_fields(line, rel.key_idx):
+        line, unchanged, key, _ = tuple_csv(buf, pos, rel.key_idx)  # U
+        if old is not None and old_key != key:
             # a key change: a delete of the old key, then a create of the new one
             self._land(rel, st, (*at, 0), "d", old, [])
             self._land(rel, st, (*at, 1), "c", line, unchanged)

@@ -12,9 +12,11 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
-def tuple_csv(buf: bytes, pos: int) -> tuple[bytes, list[int], int]:
-    """(CSV line, indexes of unchanged columns, position after the tuple) of the TupleData at ``pos``.
-    A line's fields are comparable as bytes: two tuples with equal key fields have equal keys."""
+def tuple_csv(
+    buf: bytes, pos: int, key_idx: tuple[int, ...] = ()
+) -> tuple[bytes, list[int], tuple[bytes, ...], int]:
+    """(CSV line, indexes of unchanged columns, the fields at ``key_idx``, position after the tuple) of
+    the TupleData at ``pos``. Fields compare as bytes: two tuples with equal key fields have equal keys."""
     (ncols,) = _I16.unpack_from(buf, pos)
     pos += 2
     fields: list[bytes] = []
@@ -36,26 +38,4 @@ def tuple_csv(buf: bytes, pos: int) -> tuple[bytes, list[int], int]:
             pos += 1
         else:
             raise ProtocolError(f"unexpected tuple data kind {kind!r}")
-    return b",".join(fields) + b"\n", unchanged, pos
-
-
-def csv_fields(line: bytes, indexes: tuple[int, ...]) -> tuple[bytes, ...]:
-    """The raw fields at ``indexes`` of a line :func:`tuple_csv` wrote (a key, to compare)."""
-    fields: list[bytes] = []
-    at, n = 0, len(line) - 1  # the line ends with its newline
-    while at <= n:
-        if at < n and line[at] == 0x22:  # a quoted field: up to the quote not doubled
-            end = at + 1
-            while True:
-                end = line.index(b'"', end)
-                if line[end + 1 : end + 2] == b'"':
-                    end += 2
-                    continue
-                break
-            fields.append(line[at : end + 1])
-            at = end + 2
-        else:
-            end = line.index(b",", at) if b"," in line[at:n] else n
-            fields.append(line[at:end])
-            at = end + 1
-    return tuple(fields[i] for i in indexes)
+    return b",".join(fields) + b"\n", unchanged, tuple(fields[i] for i in key_idx), pos

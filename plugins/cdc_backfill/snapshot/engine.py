@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 
 
 class SnapshotEngine:
+    collection: str | None = None  # set when the engine runs one collection only (Airflow's mapped tasks)
+
     def __init__(
         self,
         url: str,
@@ -100,7 +102,7 @@ class SnapshotEngine:
     def init(self) -> None:
         self.signals.init()
         self.progress.init()
-        remove_partial_chunks(self.landing)
+        remove_partial_chunks(self.landing, self.collection)
 
     def apply_control_signals(self) -> Control:
         return self.signal_control.apply()
