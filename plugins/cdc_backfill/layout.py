@@ -32,6 +32,7 @@ _STREAM_FILE_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})
 CURRENT = "current"
 META_FILE = "_cdc_meta.json"
 CARRY_DIR = "_cdc_carry"
+CARRY_ROWS, CARRY_SIGNALS = "rows", "signals"  # its two parts: the collection's log rows, signal rows
 LOG = "_log.json"
 RUNS_DIR = "_runs"
 _VERSION_RE = re.compile(r"^v(\d{6})$")

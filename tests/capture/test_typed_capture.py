@@ -81,3 +81,38 @@ def test_killed_after_landing_before_confirming_lands_each_event_once(fresh_db: 
     TypedPostgresCapture(fresh_db, landing).run()  # the server sends the same transactions again
     got = rows(landing, "public.k")
     assert len(got) == 1000 and len({r["_cdc_position"] for r in got}) == 1000  # type: ignore[misc]
+
+
+def test_a_fence_alone_moves_the_landed_position_past_it(fresh_db: str, tmp_path: Path) -> None:
+    # the Airflow sensor waits for the landed position to pass a fence: a message in a transaction of
+    # its own, which lands no event in the log
+    import sqlalchemy as sa
+
+    from cdc_backfill.capture.landing import landed_position
+    from cdc_backfill.events.positions import pg_lsn
+
+    landing = tmp_path / "landing"
+    TypedPostgresCapture(fresh_db, landing).run()
+    engine = sa.create_engine(fresh_db)
+    with engine.begin() as conn:
+        fence = pg_lsn(
+            conn.execute(sa.text("SELECT pg_logical_emit_message(true, 'f', 'x')::text")).scalar_one()
+        )
+    engine.dispose()
+    assert landed_position(landing)[0] < fence
+    TypedPostgresCapture(fresh_db, landing).run()
+    assert landed_position(landing)[0] >= fence
+    assert log_files(landing, "public.t") == []
+
+
+def test_the_cli_lands_the_log_when_asked(fresh_db: str, tmp_path: Path) -> None:
+    from tests.support.capture import run_capture
+
+    sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)")
+    landing = tmp_path / "landing"
+    assert run_capture(fresh_db, landing, "--format", "log").returncode == 0
+    sql(fresh_db, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    done = run_capture(fresh_db, landing, "--format", "log")
+    assert done.returncode == 0, done.stderr
+    assert [r["id"] for r in rows(landing, "public.t")] == [1, 2]
+    assert not (landing / "stream").exists()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from cdc_backfill.events import ParseOptions, parse_file
 from cdc_backfill.events.model import dumps
 from cdc_backfill.spark.landing import events_only, landing_events, quarantined_only
+from cdc_backfill.spark.positions import position_of
 from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.spark
@@ -53,7 +53,7 @@ def test_fixtures_parse_identically_in_spark(spark, tmp_path: Path) -> None:  # 
                 "before": None if r.before is None else json.loads(r.before),
                 "after": None if r.after is None else json.loads(r.after),
                 "unchanged": list(r.unchanged),
-                "position": [int(p) for p in r.position],
+                "position": list(position_of(r.position)),
                 "source_ts_ms": r.source_ts_ms,
             },
         )
@@ -65,7 +65,7 @@ def test_fixtures_parse_identically_in_spark(spark, tmp_path: Path) -> None:  # 
     assert quarantined[0].quarantine_reason.startswith("not valid JSON")
 
 
-def test_positions_are_exact_decimals_that_sort_numerically(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_positions_are_exact_keys_that_sort_numerically(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     def event(commit: str, serial: int) -> dict:
         return {"key": {"id": serial}, "value": {"before": None, "after": {"id": serial}, "op": "c",
                 "source": {"connector": "sqlserver", "schema": "dbo", "table": "t",
@@ -79,7 +79,7 @@ def test_positions_are_exact_decimals_that_sort_numerically(spark, tmp_path: Pat
     (tmp_path / "a.jsonl").write_bytes(b"".join(dumps(e) + b"\n" for e in lines))
     ordered = events_only(landing_events(spark, str(tmp_path))).orderBy("position").collect()
     assert [json.loads(r.key)["id"] for r in ordered] == [2, 1, 3]
-    assert ordered[-1].position[0] == Decimal(16**20 - 1)  # 80 bits, exact
+    assert position_of(ordered[-1].position)[0] == 16**20 - 1  # 80 bits, exact
 
 
 def test_options_reach_the_workers(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ import pytest
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.landing import events_only, landing_events
+from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
 from cdc_backfill.spark.reconcile import reconcile_collection
 from tests.support.judge import assert_consistent, columns_of, source_state
 from tests.support.pg import InWindow, drain, send
@@ -25,7 +26,8 @@ def spark_state(spark, landing: Path, collection: str, columns: list[PgColumn], 
     events = events_only(landing_events(spark, str(landing / "stream"))).cache()
     chunk_dir = landing / "snapshots" / collection
     reads = spark.read.parquet(str(chunk_dir)) if list(chunk_dir.glob("*.parquet")) else None
-    state = reconcile_collection(events, reads, collection, columns, key, "public.cdc_signal")
+    rows = as_log_rows(events, collection, columns, key)
+    state = reconcile_collection(rows, as_signal_rows(events, "public.cdc_signal"), reads, columns, key)
     out = {}
     for r in state.collect():
         row = r.asDict()

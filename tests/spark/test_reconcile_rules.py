@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import random
-from decimal import Decimal
 
 import pytest
 from pyspark.sql import types as T
 
+from cdc_backfill.events.positions import position_key, position_of_key
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.spark.landing import POSITION_TYPE
+from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
+from cdc_backfill.spark.positions import POSITION_TYPE
 from cdc_backfill.spark.reconcile import reconcile_collection
 from tests.support.reference import Change, ReadRow, reconcile
 
@@ -46,7 +47,7 @@ def simulate(seed: int) -> tuple[list[dict], list[dict], dict[int, dict]]:
         pos[0] += 1
         events.append({"collection": collection, "op": op, "key": json.dumps(key) if key else None,
                        "after": json.dumps(after) if after is not None else None, "unchanged": list(unchanged),
-                       "position": [Decimal(pos[0]), Decimal(0)], "file": "f", "line": pos[0]})  # fmt: skip
+                       "position": bytearray(position_key((pos[0], 0))), "file": "f", "line": pos[0]})  # fmt: skip
 
     def write() -> None:
         r = rng.random()
@@ -94,7 +95,7 @@ def reference_state(events: list[dict], reads: list[dict]) -> dict:
         key = tuple(json.loads(e["key"]).values()) if e["key"] else None
         after = json.loads(e["after"]) if e["after"] else None
         window = key[0] if e["collection"] == SIG else None
-        changes.append(Change(e["collection"], e["op"], key, after, tuple(int(p) for p in e["position"]),
+        changes.append(Change(e["collection"], e["op"], key, after, position_of_key(bytes(e["position"])),
                               tuple(e["unchanged"]), window_id=window))  # fmt: skip
     rows = [
         ReadRow(COLL, r["_cdc_chunk_id"], (r["id"],), {k: r[k] for k in ("id", "v", "big")}) for r in reads
@@ -110,6 +111,7 @@ def test_spark_and_reference_give_the_source(spark, seed: int) -> None:  # type:
     ev_df = spark.createDataFrame(events, EVENT_SCHEMA)
     read_schema = "id int, v string, big string, _cdc_chunk_id string"
     reads_df = spark.createDataFrame(reads, read_schema) if reads else None
-    state = reconcile_collection(ev_df, reads_df, COLL, COLUMNS, ["id"], SIG)
+    rows, signals = as_log_rows(ev_df, COLL, COLUMNS, ["id"]), as_signal_rows(ev_df, SIG)
+    state = reconcile_collection(rows, signals, reads_df, COLUMNS, ["id"])
     got = {(r["id"],): {"id": r["id"], "v": r["v"], "big": r["big"]} for r in state.collect()}
     assert got == truth

@@ -15,6 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
+from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.files import fsync_dir
 from cdc_backfill.layout import stream_dir, stream_file_name, stream_file_position
 
@@ -22,8 +23,10 @@ log = logging.getLogger(__name__)
 
 
 def landed_position(folder: Path) -> tuple[int, int]:
-    """The greatest (commit lsn, lsn) in finished stream files; (0, 0) for an empty landing zone."""
-    best = (0, 0)
+    """The greatest (commit lsn, lsn) landed: in finished stream files or a roll manifest of the typed
+    log; (0, 0) for an empty landing zone."""
+    logged = landed_log_position(folder)
+    best = (logged[0], logged[1]) if len(logged) >= 2 else (0, 0)
     stream = stream_dir(folder)
     if stream.is_dir():
         for entry in os.scandir(stream):

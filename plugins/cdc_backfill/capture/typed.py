@@ -5,8 +5,8 @@ then its manifest (``eventlog.writer``) before the slot is told.
 
 Positions are (commit LSN, LSN of the change); a key change lands as a delete at (commit, lsn, 0) and a
 create at (commit, lsn, 1), so that the two keep their order by position alone. Logical decoding
-messages other than the drain marker are not landed in the log (the fences of the Airflow sensor
-still need the JSON stream: the sensor does not read the log yet).
+messages are not events of any collection: they only move the landed position (a roll manifest with
+no file), which is what the Airflow sensor's fence needs.
 """
 
 from __future__ import annotations
@@ -66,7 +66,11 @@ class TypedPostgresCapture(PostgresCapture):
         self._land(rel, st, (st.commit_lsn, lsn), op, b"," * (len(rel.names) - 1) + b"\n", [])
 
     def _message(self, m: pgoutput.Message, lsn: int, st: TxnState) -> None:
-        return None  # not landed in the log (see the module's docstring)
+        # Not landed as an event: only the position it stands at, so that the landed position passes
+        # it (the Airflow sensor's fence is such a message, in a transaction of its own).
+        commit = st.commit_lsn if (m.transactional and st.in_txn) else m.lsn
+        if (commit, lsn) > self._skip_to:
+            self.writer.advance((commit, lsn))
 
     def _row_change(self, kind: int, buf: bytes, lsn: int, st: TxnState) -> None:
         (relid,) = _RELID.unpack_from(buf, 1)

@@ -18,13 +18,15 @@ CAPTURE_EPILOG = """examples:
 
 def _cmd_postgres(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.postgres import CaptureError, PostgresCapture
+    from cdc_backfill.capture.typed import TypedPostgresCapture
 
     collections = args.collections
     if args.tables:
         print("cdc-backfill capture: --tables is now --collections (it still works)", file=sys.stderr)
         collections = [*(collections or []), *args.tables]
     try:
-        cap = PostgresCapture(
+        kind = TypedPostgresCapture if args.format == "log" else PostgresCapture
+        cap = kind(
             require_source_url(args.source),
             Path(args.landing),
             slot=args.slot,
@@ -100,6 +102,12 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     )
     pg.add_argument("--tables", nargs="+", help=argparse.SUPPRESS)  # the earlier name of --collections
     pg.add_argument("--signal-table", metavar="SCHEMA.TABLE", help="the signal table (always captured)")
+    pg.add_argument(
+        "--format",
+        choices=("json", "log"),
+        default="json",
+        help="land JSON lines in stream/ (default) or the typed event log in log/ (DESIGN.md 5.0)",
+    )
     pg.add_argument("--roll-mb", type=float, default=64, help="finish a file at this size (default 64)")
     pg.add_argument("--roll-seconds", type=float, default=30, help="or at this age (default 30)")
     mode = pg.add_mutually_exclusive_group(required=True)

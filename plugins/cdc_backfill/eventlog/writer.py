@@ -83,6 +83,7 @@ class LogWriter:
         self._events = 0
         self._opened_at = 0.0
         self._last: tuple[int, ...] = ()
+        self._moved = False  # advanced past the landed position with no event buffered
         self._done_end_lsn = 0
         self.durable_end_lsn = 0
         self.rolls = 0
@@ -119,7 +120,7 @@ class LogWriter:
             if buf is not None and buf.rows:
                 raise ValueError(f"{collection} changed its columns inside a roll: roll first")
             buf = self._buffers[collection] = _Buffer(version)
-        if not self._events:
+        if not self._events and not self._moved:
             self._opened_at = time.monotonic()
         buf.rows.append(line)
         buf.positions.append(position_key(position))
@@ -129,9 +130,18 @@ class LogWriter:
         self._events += 1
         self._last = position
 
+    def advance(self, position: tuple[int, ...]) -> None:
+        """The stream reached ``position`` without an event to land (a logical decoding message, such as
+        the fence the Airflow sensor waits for): the next roll's manifest says so, even with no event."""
+        if position > self._last:
+            if not self._events and not self._moved:
+                self._opened_at = time.monotonic()
+            self._last = position
+            self._moved = True
+
     def commit_done(self, end_lsn: int) -> None:
         self._done_end_lsn = end_lsn
-        if not self._events:
+        if not self._events and not self._moved:
             self.durable_end_lsn = max(self.durable_end_lsn, end_lsn)  # nothing buffered: safe to confirm
 
     def has(self, collection: str) -> bool:
@@ -141,13 +151,13 @@ class LogWriter:
 
     @property
     def due(self) -> bool:
-        return self._events > 0 and (
+        return (self._events > 0 or self._moved) and (
             self._events >= self.roll_events or time.monotonic() - self._opened_at >= self.roll_seconds
         )
 
     def roll(self) -> int:
         """Land every buffered event (one file per collection, then the manifest)."""
-        if not self._events:
+        if not self._events and not self._moved:
             return self.durable_end_lsn
         root = self.landing / LOG_DIR
         files = []
@@ -167,6 +177,8 @@ class LogWriter:
         self.files_written += len(files)
         self._buffers = {c: _Buffer(b.version) for c, b in self._buffers.items()}
         self._events = 0
+        self._moved = False
+        self._moved = False
         self.durable_end_lsn = max(self.durable_end_lsn, self._done_end_lsn)
         return self.durable_end_lsn
 
@@ -174,6 +186,7 @@ class LogWriter:
         """Drop what is buffered (not confirmed: it comes again)."""
         self._buffers = {c: _Buffer(b.version) for c, b in self._buffers.items()}
         self._events = 0
+        self._moved = False
 
     def _table(self, buf: _Buffer) -> pa.Table:
         rows = text_table(b"".join(buf.rows), buf.version.columns)

@@ -1,18 +1,23 @@
 """What a collection's columns and key are, from what the landing zone says about it (pure reads of
-small metadata files: the snapshot chunks' Parquet metadata, else the capture's ``_schemas``)."""
+small metadata files: the typed log's schema document, else the snapshot chunks' Parquet metadata,
+else the JSON capture's ``_schemas``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from cdc_backfill.layout import SCHEMA_DIR, SNAPSHOT_DIR, schema_file, snapshot_dir
+from cdc_backfill.eventlog.store import read_schema
+from cdc_backfill.layout import LOG_DIR, SCHEMA_DIR, SNAPSHOT_DIR, log_schema_file, schema_file, snapshot_dir
 from cdc_backfill.pgtypes import PgColumn
 
 
 def landed_collections(landing: Path, signal_collection: str) -> list[str]:
-    """Collections the landing zone has chunks or schemas for (the signal table left out)."""
+    """Collections the landing zone has chunks, a log or schemas for (the signal table left out)."""
     names: set[str] = set()
+    logged = landing / LOG_DIR
+    if logged.is_dir():
+        names |= {p.name for p in logged.iterdir() if log_schema_file(landing, p.name).exists()}
     snaps = landing / SNAPSHOT_DIR
     if snaps.is_dir():
         names |= {p.name for p in snaps.iterdir() if p.is_dir() and any(p.glob("*.parquet"))}
@@ -24,7 +29,11 @@ def landed_collections(landing: Path, signal_collection: str) -> list[str]:
 
 
 def collection_columns(landing: Path, collection: str) -> tuple[list[PgColumn], list[str]]:
-    """(columns, key) from a snapshot chunk's metadata, else from the capture's schema file."""
+    """(columns, key) from the log's current schema version, else a snapshot chunk's metadata, else
+    the JSON capture's schema file."""
+    logged = read_schema(landing, collection)
+    if logged is not None and logged.current is not None:
+        return list(logged.current.columns), list(logged.key)
     chunks = sorted(snapshot_dir(landing, collection).glob("*.parquet"))
     if chunks:
         import pyarrow.parquet as pq
@@ -36,7 +45,7 @@ def collection_columns(landing: Path, collection: str) -> tuple[list[PgColumn], 
         doc = json.loads(path.read_text())
         return [column_of(c) for c in doc["columns"]], list(doc["key"])
     raise FileNotFoundError(
-        f"nothing in {landing} describes {collection}: no snapshot chunk, no _schemas file"
+        f"nothing in {landing} describes {collection}: no log schema, no snapshot chunk, no _schemas file"
     )
 
 

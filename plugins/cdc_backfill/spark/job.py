@@ -29,7 +29,16 @@ from cdc_backfill.reconcile.unapplied import (
 )
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 from cdc_backfill.spark.landing import events_only
-from cdc_backfill.spark.reconcile import STREAM_COLUMNS
+from cdc_backfill.spark.logrows import (
+    STREAM_COLUMNS,
+    as_log_rows,
+    as_signal_rows,
+    collection_log_files,
+    landed_log_files,
+    log_schema,
+    read_log_rows,
+    signal_schema,
+)
 from cdc_backfill.spark.runs import read_new_events, read_run, reconcile_run, untyped_counts
 from cdc_backfill.spark.state import current_path, write_version
 
@@ -109,9 +118,9 @@ def reconcile_landing(
             t0 = time.time()
             log.info("%s: %d new stream files, %d READ chunks; judging READs and merging",
                      r.collection, len(r.new_files), len(r.chunks))  # fmt: skip
-            result = reconcile_run(
-                r, events, read_run(spark, r, events.schema), columns, key, signal_collection
-            )
+            rows, signals = run_rows(spark, landing, r, events, columns, key, signal_collection)
+            frames = read_run(spark, r, columns, key, signal_collection)
+            result = reconcile_run(r, rows, signals, frames, columns, key)
             info = result.info
             log.info("%s: writing %s rows", r.collection, f"{info['rows']:,}")
             write_version(
@@ -145,3 +154,28 @@ def reconcile_landing(
     stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
     (out_dir / f"{stamp}.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def run_rows(
+    spark: SparkSession,
+    landing: Path,
+    run: RunInput,
+    events: Any,
+    columns: Any,
+    key: Any,
+    signal_collection: str,
+) -> tuple[Any, Any]:
+    """The collection's and the signal collection's new log rows: from the new JSON stream files'
+    events, and from the log files of rolls landed after the state's position."""
+    rows = as_log_rows(events, run.collection, columns, key)
+    signals = as_signal_rows(events, signal_collection)
+    files = landed_log_files(landing, run.meta.position)
+    logged = read_log_rows(spark, collection_log_files(landing, run.collection, files), log_schema(columns))
+    logged_signals = read_log_rows(
+        spark, collection_log_files(landing, signal_collection, files), signal_schema()
+    )
+    if logged is not None:
+        rows = rows.unionByName(logged)
+    if logged_signals is not None:
+        signals = signals.unionByName(logged_signals)
+    return rows, signals

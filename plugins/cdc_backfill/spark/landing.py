@@ -5,8 +5,8 @@ and line, and the Spark path can never disagree with ``cdc-backfill events parse
 rolled by size (the capture writes tens of MB), which bounds a worker's memory.
 
 Row values (``key``, ``before``, ``after``) stay JSON text: collections differ in columns, and the
-state writer types them per collection. ``position`` is ``array<decimal(38,0)>``: Spark orders arrays
-element by element, and 38 digits hold 80-bit SQL Server LSNs and any SCN.
+state writer types them per collection. ``position`` is the position's key (``spark.positions``): one
+binary value Spark compares byte by byte in position order, exact for positions of any size.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
-    DecimalType,
+    BinaryType,
     LongType,
     StringType,
     StructField,
@@ -28,11 +28,9 @@ from pyspark.sql.types import (
 
 from cdc_backfill.events.model import ChangeEvent, Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
+from cdc_backfill.events.positions import position_key
 
-POSITION_TYPE = ArrayType(DecimalType(38, 0), containsNull=False)
-
-# What the Python workers return: positions as digit strings (cast to decimals in the JVM, which is
-# much faster than building Python Decimals), quarantined records in the same rows with a reason.
+# What the Python workers return: events and quarantined records in the same rows (with a reason).
 PARSED_SCHEMA = StructType(
     [
         StructField("collection", StringType()),
@@ -41,7 +39,7 @@ PARSED_SCHEMA = StructType(
         StructField("before", StringType()),
         StructField("after", StringType()),
         StructField("unchanged", ArrayType(StringType())),
-        StructField("position", ArrayType(StringType())),
+        StructField("position", BinaryType()),
         StructField("source_ts_ms", LongType()),
         StructField("format", StringType()),
         StructField("snapshot", StringType()),
@@ -75,7 +73,7 @@ ARROW_SCHEMA = pa.schema(
         ("before", pa.string()),
         ("after", pa.string()),
         ("unchanged", pa.list_(pa.string())),
-        ("position", pa.list_(pa.string())),
+        ("position", pa.binary()),
         ("source_ts_ms", pa.int64()),
         ("format", pa.string()),
         ("snapshot", pa.string()),
@@ -144,7 +142,7 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
                         before.append(_json(ev.before))
                         after.append(_json(ev.after))
                         unchanged.append(ev.unchanged)
-                        position.append([str(p) for p in ev.position])
+                        position.append(position_key(ev.position))
                         ts.append(ev.source_ts_ms)
                         fmt.append(ev.format)
                         snapshot.append(ev.snapshot)
@@ -174,7 +172,7 @@ def line_rows(item: list[ChangeEvent] | Quarantined) -> list[tuple[Any, ...]]:
             _json(ev.before),
             _json(ev.after),
             list(ev.unchanged),
-            [str(p) for p in ev.position],
+            position_key(ev.position),
             ev.source_ts_ms,
             ev.format,
             ev.snapshot,
@@ -191,15 +189,7 @@ def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTION
     Events and quarantined records come out together; split them with :func:`events_only` and
     :func:`quarantined_only`.
     """
-    parsed = files.select("path", "content").mapInArrow(lambda it: _parse_batches(it, options), PARSED_SCHEMA)
-    return parsed.withColumn("position", position_as_decimals(F.col("position")))
-
-
-def position_as_decimals(col: Column) -> Column:
-    """Positions as the workers return them (digit strings) to ``array<decimal(38,0)>``."""
-    # a cast of the array, not transform(): a lambda is evaluated outside generated code, and makes
-    # its whole stage hand each row over as a full row object
-    return col.cast(ArrayType(DecimalType(38, 0)))
+    return files.select("path", "content").mapInArrow(lambda it: _parse_batches(it, options), PARSED_SCHEMA)
 
 
 def events_only(parsed: DataFrame, columns: Sequence[str] = EVENT_COLUMNS) -> DataFrame:

@@ -52,9 +52,9 @@ from cdc_backfill.spark.landing import (
     PARSED_SCHEMA,
     line_rows,
     parse_landing_files,
-    position_as_decimals,
 )
 from cdc_backfill.spark.lines import BOM, binary_files, is_compressed, read_lines
+from cdc_backfill.spark.positions import key_of_longs
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def native_rows(lines: DataFrame) -> DataFrame:
         F.when(is_row, before).alias("before"),
         F.when(is_row, c("_cdc_cut")).alias("after"),
         F.when(is_row, c("_cdc_unchanged")).otherwise(F.array().cast(ArrayType(_S))).alias("unchanged"),
-        F.array(commit, lsn).alias("position"),
+        key_of_longs(commit.try_cast("bigint"), lsn.try_cast("bigint")).alias("position"),
         src_ts.try_cast("bigint").alias("source_ts_ms"),
         F.lit("debezium-postgresql").alias("format"),
         F.when(is_message, none).otherwise(snapshot).alias("snapshot"),
@@ -334,11 +334,7 @@ def parse_native_lines(lines: DataFrame, options: ParseOptions = DEFAULT_OPTIONS
     exploded = shaped.select("file", "line", F.explode(rows).alias("_cdc_r"))
     return exploded.select(
         *[
-            position_as_decimals(F.col("_cdc_r.position")).alias(f.name)
-            if f.name == "position"
-            else F.col(f.name)
-            if f.name in ("file", "line")
-            else F.col("_cdc_r").getField(f.name).alias(f.name)
+            F.col(f.name) if f.name in ("file", "line") else F.col("_cdc_r").getField(f.name).alias(f.name)
             for f in PARSED_SCHEMA.fields
         ]
     )

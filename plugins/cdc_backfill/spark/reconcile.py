@@ -1,17 +1,18 @@
 """DESIGN.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
-    events --windows()--------------------------------------.
-    events --typed_stream(columns)--> stream rows ----------+--> merge() --> state
+    signal rows --windows()---------------------------------.
+    log rows --typed_stream(columns)--> stream rows --------+--> merge() --> state
     READ chunks --judged_reads(windows, stream)--read_rows()-'
     previous state --previous_rows()------------------------'
 
-Rows of every source are brought to the same typed columns (the table's, as the snapshot chunks store
-them), so keys join as values, not as JSON text. Each row carries a sort key ``_cdc_sort`` =
+The input is typed already (``spark.logrows``: the collection's log rows and the signal collection's),
+in the table's own column types, as the snapshot chunks store them: keys join as values and no text
+is parsed here. Positions are binary keys, compared byte by byte. Each row carries a sort key ``_cdc_sort`` =
 (position, priority, file, line): a previous state's row at the position it is as of, before a stream
 event at the same position (which is the same event, replayed from the carry); a surviving READ at its
 window's high after any stream event there.
 
-Incremental runs (rule 6). A run reads the previous state, the stream files it has not read yet, and a
+Incremental runs (rule 6). A run reads the previous state, the log rows it has not read yet, and a
 *carry* the previous run left: the signal rows of this collection's windows whose READ chunk it has not
 judged yet, and the collection's events after the lowest low of those windows. A window that
 straddles two runs is thus found whole, and a READ read late is judged against every event of its
@@ -28,32 +29,31 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
+from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
-from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
-
-# The canonical event columns the rules read (and a carry holds): not ``before``, the format or the
-# source timestamp.
-STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "file", "line")
+from cdc_backfill.spark.column_types import spark_type
+from cdc_backfill.spark.positions import key_literal
 
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
 FILL_ONLY_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
+ROW_OPS = ("c", "u", "d", "r")
 
 
-def windows(events: DataFrame, signal_collection: str) -> DataFrame:
-    """(chunk_id, collection, low, high) of every window opened in the stream; high is null while open.
+def windows(signals: DataFrame) -> DataFrame:
+    """(chunk_id, collection, low, high) of every window opened in the signal collection's log rows;
+    high is null while open.
 
     Insert/insert watermarking (``<chunk>-open`` then ``<chunk>-close``) and insert/delete (the close is
     the delete of the open row) both close a window, at the first close after the open.
     """
-    sig = events.where(F.col("collection") == signal_collection).select(
-        F.get_json_object("key", "$.id").alias("id"),
-        "op",
-        "position",
+    sig = signals.select(
+        "id",
+        F.col(OP).alias("op"),
+        F.col(POSITION).alias("position"),
         # our engine names the window's collection in the row's data; Debezium's own rows do not
-        F.get_json_object(F.get_json_object("after", "$.data"), "$['data-collection']").alias("_cdc_for"),
+        F.get_json_object("data", "$['data-collection']").alias("_cdc_for"),
     )
     opens = (
         sig.where(F.col("op").isin("c", "r") & F.col("id").endswith(OPEN_SUFFIX))
@@ -76,42 +76,30 @@ def windows(events: DataFrame, signal_collection: str) -> DataFrame:
     )
 
 
-def typed_stream(
-    events: DataFrame, collection: str, columns: Sequence[PgColumn], key: Sequence[str]
-) -> DataFrame:
-    """The collection's row events as typed rows: key columns, value columns, ``_present`` (per column,
-    was the value sent: false for unchanged TOAST and for the non-key columns of a delete),
+def typed_stream(rows: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
+    """The collection's row events as the rules' rows: key columns, value columns, ``_present`` (per
+    column, was the value sent: false for unchanged TOAST and for the non-key columns of a delete),
     ``_deleted``, ``_sort``. Truncates are left out (see :func:`truncates`)."""
-    schema = event_schema(columns)
-    key_schema = T.StructType([f for f in schema.fields if f.name in key])
-    ev = events.where((F.col("collection") == collection) & F.col("op").isin("c", "u", "d", "r"))
-    ev = ev.withColumn("_cdc_after", F.from_json("after", schema)).withColumn(
-        "_cdc_key", F.from_json("key", key_schema)
-    )
-    cols = []
-    present = []
-    for c in columns:
-        from_after = from_debezium(c, F.col("_cdc_after").getField(c.name))
-        if c.name in key:
-            value = F.coalesce(from_after, from_debezium(c, F.col("_cdc_key").getField(c.name)))
-        else:
-            value = from_after
-        cols.append(value.cast(spark_type(c)).alias(c.name))
-        sent = F.col("after").isNotNull() & ~F.array_contains(F.coalesce("unchanged", F.array()), c.name)
-        present.append((sent | F.lit(c.name in key)).alias(c.name))
+    ev = rows.where(F.col(OP).isin(*ROW_OPS))
+    deleted = F.col(OP) == "d"
+    unchanged = F.coalesce(F.col(UNCHANGED), F.array().cast("array<string>"))
+    present = [
+        (F.lit(True) if c.name in key else ~deleted & ~F.array_contains(unchanged, c.name)).alias(c.name)
+        for c in columns
+    ]
     return ev.select(
-        *cols,
+        *[F.col(c.name) for c in columns],
         F.struct(*present).alias("_cdc_present"),
-        F.col("after").isNull().alias("_cdc_deleted"),
+        deleted.alias("_cdc_deleted"),
         F.struct(
-            F.col("position").alias("position"), F.lit(PRIORITY_STREAM).alias("priority"),
-            F.col("file").alias("file"), F.col("line").alias("line"),
+            F.col(POSITION).alias("position"), F.lit(PRIORITY_STREAM).alias("priority"),
+            F.col(ORIGIN).alias("file"), F.col(LINE).alias("line"),
         ).alias("_cdc_sort"),
     )  # fmt: skip
 
 
-def truncates(events: DataFrame, collection: str) -> DataFrame:
-    return events.where((F.col("collection") == collection) & (F.col("op") == "t")).select("position")
+def truncates(rows: DataFrame) -> DataFrame:
+    return rows.where(F.col(OP) == "t").select(F.col(POSITION).alias("position"))
 
 
 def judged_reads(
@@ -245,45 +233,34 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
     )  # fmt: skip
 
 
-def window_chunk_id() -> Column:
-    """The chunk id a signal row belongs to (its id without ``-open``/``-close``)."""
-    return F.regexp_replace(F.get_json_object("key", "$.id"), "-(open|close)$", "")
-
-
 def pending_windows(wins: DataFrame, collection: str, judged: DataFrame) -> DataFrame:
     """The collection's windows whose READ chunk has not been judged (``judged``: ``_cdc_chunk_id``)."""
     return wins.where(F.col("_cdc_for") == collection).join(judged, "_cdc_chunk_id", "left_anti")
 
 
 def newer_than(position: Sequence[int] | None) -> Column:
-    """True for events after ``position`` (a state's); earlier ones are in that state already."""
+    """True for log rows after ``position`` (a state's); earlier ones are in that state already."""
     if position is None:
         return F.lit(True)
-    return F.col("position") > F.array(*[F.lit(p).cast(T.DecimalType(38, 0)) for p in position])
+    return F.col(POSITION) > key_literal(position)
 
 
-def after_position(events: DataFrame, position: Sequence[int] | None) -> DataFrame:
-    return events.where(newer_than(position))
+def after_position(rows: DataFrame, position: Sequence[int] | None) -> DataFrame:
+    return rows.where(newer_than(position))
 
 
-def carry(events: DataFrame, pending: DataFrame, collection: str, signal_collection: str) -> DataFrame:
-    """What the next run needs again: the signal rows of the pending windows and the collection's
-    events after the lowest of their lows (empty when nothing is pending)."""
-    ids = pending.select("_cdc_chunk_id")
+def carry(rows: DataFrame, signals: DataFrame, pending: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """What the next run needs again: (the collection's log rows after the lowest low of the pending
+    windows, the signal rows of those windows); both empty when nothing is pending."""
+    chunk = F.regexp_replace("id", f"({OPEN_SUFFIX}|{CLOSE_SUFFIX})$", "")
     signal_rows = (
-        events.where(F.col("collection") == signal_collection)
-        .withColumn("_cdc_chunk_id", window_chunk_id())
-        .join(ids, "_cdc_chunk_id", "left_semi")
+        signals.withColumn("_cdc_chunk_id", chunk)
+        .join(pending.select("_cdc_chunk_id"), "_cdc_chunk_id", "left_semi")
         .drop("_cdc_chunk_id")
     )
     since = pending.agg(F.min("_cdc_low").alias("_cdc_since"))
-    rows = (
-        events.where(F.col("collection") == collection)
-        .crossJoin(since)
-        .where(F.col("position") > F.col("_cdc_since"))
-        .drop("_cdc_since")
-    )
-    return signal_rows.unionByName(rows)
+    kept = rows.crossJoin(since).where(F.col(POSITION) > F.col("_cdc_since")).drop("_cdc_since")
+    return kept, signal_rows
 
 
 @dataclass(frozen=True)
@@ -293,28 +270,27 @@ class ReconcileParts:
     state: DataFrame
     stream: DataFrame  # the collection's row events, typed
     judged: DataFrame | None  # READ rows whose window closed, with ``_cdc_dropped`` (judged_reads)
-    windows: DataFrame  # every window found in this run's events (carry included)
+    windows: DataFrame  # every window found in this run's signal rows (carry included)
 
 
 def reconcile_parts(
-    events: DataFrame,
+    rows: DataFrame,
+    signals: DataFrame,
     reads: DataFrame | None,
-    collection: str,
     columns: Sequence[PgColumn],
     key: Sequence[str],
-    signal_collection: str,
     previous: DataFrame | None = None,
     stream: DataFrame | None = None,
     wins: DataFrame | None = None,
 ) -> ReconcileParts:
-    """``stream`` and ``wins``: ``typed_stream(events, ...)`` and ``windows(events, ...)`` when the
-    caller has them already (cached: the stream is read by the READ drop and the merge, and typing
-    parses every event's JSON; the windows are read three times)."""
+    """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
+    ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
+    (cached: the stream is read by the READ drop and the merge; the windows three times)."""
     if stream is None:
-        stream = typed_stream(events, collection, columns, key)
+        stream = typed_stream(rows, columns, key)
     if wins is None:
-        wins = windows(events, signal_collection)
-    truncs = truncates(events, collection)
+        wins = windows(signals)
+    truncs = truncates(rows)
     parts = [stream]
     judged = None
     if reads is not None:
@@ -322,20 +298,20 @@ def reconcile_parts(
         parts += read_rows(judged, columns)
     if previous is not None:
         parts.append(previous_rows(previous, columns))
-    rows = parts[0]
+    merged = parts[0]
     for p in parts[1:]:
-        rows = rows.unionByName(p)
-    return ReconcileParts(merge(rows, truncs, columns, key), stream, judged, wins)
+        merged = merged.unionByName(p)
+    return ReconcileParts(merge(merged, truncs, columns, key), stream, judged, wins)
 
 
 def reconcile_collection(
-    events: DataFrame,
+    rows: DataFrame,
+    signals: DataFrame,
     reads: DataFrame | None,
-    collection: str,
     columns: Sequence[PgColumn],
     key: Sequence[str],
-    signal_collection: str,
     previous: DataFrame | None = None,
 ) -> DataFrame:
-    """The state of one collection from the canonical events, its landed READ rows and a previous state."""
-    return reconcile_parts(events, reads, collection, columns, key, signal_collection, previous).state
+    """The state of one collection from its log rows, the signal rows, its landed READ rows and a
+    previous state."""
+    return reconcile_parts(rows, signals, reads, columns, key, previous).state

@@ -13,13 +13,18 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from cdc_backfill.layout import stream_dir
+from cdc_backfill.eventlog.schema import OP, POSITION
+from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS, stream_dir
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import RunInput, next_meta
 from cdc_backfill.spark.landing import parse_landing_files
+from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows, log_schema, signal_schema
 from cdc_backfill.spark.native import native_landing_events
+from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.spark.reconcile import (
+    ROW_OPS,
     after_position,
     carry,
     newer_than,
@@ -57,24 +62,47 @@ def untyped_counts(
 
 @dataclass(frozen=True)
 class RunFrames:
-    carry: DataFrame | None
+    carry_rows: DataFrame | None
+    carry_signals: DataFrame | None
     reads: DataFrame | None
     previous: DataFrame | None
 
 
-def read_run(spark: SparkSession, run: RunInput, event_schema: Any) -> RunFrames:
-    """The previous version, its carry and the READ chunks not judged yet."""
-    return RunFrames(
-        carry=spark.read.schema(event_schema).parquet(str(run.carry)) if run.carry else None,
-        reads=spark.read.parquet(*map(str, run.chunks)) if run.chunks else None,
-        previous=spark.read.parquet(str(run.previous)) if run.previous else None,
-    )
+def read_run(
+    spark: SparkSession,
+    run: RunInput,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    signal_collection: str,
+) -> RunFrames:
+    """The previous version, its carry and the READ chunks not judged yet. A version written before
+    positions were keys (``array<decimal(38,0)>``) and carries were log rows is read converted."""
+    carry_rows = carry_signals = previous = None
+    if run.carry:
+        rows_dir, signals_dir = run.carry / CARRY_ROWS, run.carry / CARRY_SIGNALS
+        if rows_dir.is_dir():
+            carry_rows = spark.read.schema(log_schema(columns)).parquet(str(rows_dir))
+            carry_signals = spark.read.schema(signal_schema()).parquet(str(signals_dir))
+        else:  # canonical events
+            old = with_position_keys(spark.read.parquet(str(run.carry)), "position")
+            carry_rows = as_log_rows(old, run.collection, columns, key)
+            carry_signals = as_signal_rows(old, signal_collection)
+    if run.previous:
+        previous = with_position_keys(spark.read.parquet(str(run.previous)), "_cdc_position")
+    reads = spark.read.parquet(*map(str, run.chunks)) if run.chunks else None
+    return RunFrames(carry_rows, carry_signals, reads, previous)
+
+
+def with_position_keys(df: DataFrame, column: str) -> DataFrame:
+    if isinstance(df.schema[column].dataType, T.ArrayType):
+        return df.withColumn(column, key_of_decimal_array(F.col(column)))
+    return df
 
 
 @dataclass(frozen=True)
 class RunResult:
     state: DataFrame
-    carry: DataFrame  # for the next run, written beside the state
+    carry: tuple[DataFrame, DataFrame]  # for the next run (log rows, signal rows), beside the state
     info: dict[str, Any]  # the run summary's counts
     meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
     cached: tuple[DataFrame, ...] = ()  # what the run cached, to release once the version is written
@@ -86,42 +114,46 @@ class RunResult:
 
 def reconcile_run(
     run: RunInput,
-    events: DataFrame,
+    rows: DataFrame,
+    signals: DataFrame,
     frames: RunFrames,
     columns: Sequence[PgColumn],
     key: Sequence[str],
-    signal_collection: str,
 ) -> RunResult:
-    """Previous state + new events after its position + carry + READs not judged yet -> the next version.
+    """Previous state + new log rows after its position + carry + READs not judged yet -> the next
+    version. ``rows``/``signals``: the collection's and the signal collection's new log rows.
 
-    ``events``: the new stream files' events. The returned ``state`` is cached; unpersist it once written.
+    The returned ``state`` is cached; release the result once written.
     """
-    coll, sig = run.collection, signal_collection
-    new = after_position(events, run.meta.position)
-    # not cached: ``events`` is stored already, and a second copy of every event costs more than the
-    # filter and the small carry it would save
-    both = new.unionByName(frames.carry) if frames.carry is not None else new
+    coll = run.collection
+    new_rows = after_position(rows, run.meta.position)
+    new_signals = after_position(signals, run.meta.position)
+    if frames.carry_rows is not None and frames.carry_signals is not None:
+        new_rows = new_rows.unionByName(frames.carry_rows)
+        new_signals = new_signals.unionByName(frames.carry_signals)
     reads, previous = frames.reads, frames.previous
-    stream = typed_stream(both, coll, columns, key).cache()
-    wins = windows(both, sig).cache()
-    parts = reconcile_parts(both, reads, coll, columns, key, sig, previous, stream=stream, wins=wins)
+    stream = typed_stream(new_rows, columns, key).cache()
+    wins = windows(new_signals).cache()
+    parts = reconcile_parts(new_rows, new_signals, reads, columns, key, previous, stream=stream, wins=wins)
     judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
     closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
     # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
     # closes its window
     closed_ids = {r[0] for r in closed.collect()}
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
-    own = (F.col("collection") == coll) & F.col("op").isin("c", "u", "d", "r")
     is_new = newer_than(run.meta.position)
-    totals = events.agg(
-        F.max(F.when(is_new, F.col("position"))).alias("top"),
+    own = F.col(OP).isin(*ROW_OPS)
+    seen = rows.select(POSITION, OP, F.lit(True).alias("_cdc_own")).unionByName(
+        signals.select(POSITION, OP, F.lit(False).alias("_cdc_own"))
+    )
+    totals = seen.agg(
+        F.max(F.when(is_new, F.col(POSITION))).alias("top"),
         F.count_if(~is_new).alias("late"),
-        F.count_if(is_new & own).alias("applied"),
-        F.count_if(is_new & own & F.col("after").isNull()).alias("deletes"),
+        F.count_if(is_new & own & F.col("_cdc_own")).alias("applied"),
+        F.count_if(is_new & (F.col(OP) == "d") & F.col("_cdc_own")).alias("deletes"),
     ).first()
-    top = totals["top"]
-    meta = next_meta(run, judged_now, [int(p) for p in top] if top is not None else None)
-    spark = events.sparkSession
+    meta = next_meta(run, judged_now, position_of(totals["top"]))
+    spark = rows.sparkSession
     judged_ids = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
     pending = pending_windows(parts.windows, coll, judged_ids).cache()
     state = parts.state.cache()
@@ -153,4 +185,4 @@ def reconcile_run(
         else 0,
     }
     cached = (stream, wins, pending, state) + ((judged,) if judged is not None else ())
-    return RunResult(state, carry(both, pending, coll, sig), info, meta.to_json(), cached)  # type: ignore[arg-type]
+    return RunResult(state, carry(new_rows, new_signals, pending), info, meta.to_json(), cached)

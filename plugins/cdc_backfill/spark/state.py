@@ -23,6 +23,8 @@ from pyspark.sql import DataFrame
 from cdc_backfill.files import write_atomically
 from cdc_backfill.layout import (
     CARRY_DIR,
+    CARRY_ROWS,
+    CARRY_SIGNALS,
     CURRENT,
     LOG,
     META_FILE,
@@ -41,7 +43,7 @@ def write_version(
     collection: str,
     info: dict[str, Any],
     keep: int = 3,
-    carry: DataFrame | None = None,
+    carry: tuple[DataFrame, DataFrame] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``df`` as the next version (with the run's carry and meta beside it, see
@@ -54,7 +56,9 @@ def write_version(
         shutil.rmtree(target)
     df.write.mode("errorifexists").parquet(str(target))
     if carry is not None:
-        carry.write.mode("errorifexists").parquet(str(target / CARRY_DIR))
+        rows, signals = carry
+        rows.write.mode("errorifexists").parquet(str(target / CARRY_DIR / CARRY_ROWS))
+        signals.write.mode("errorifexists").parquet(str(target / CARRY_DIR / CARRY_SIGNALS))
     if meta is not None:
         write_atomically(target / META_FILE, json.dumps(meta).encode())
     tmp_link = folder / f".{CURRENT}.{os.getpid()}"

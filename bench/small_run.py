@@ -1,0 +1,150 @@
+"""A small incremental reconcile next to a trivial spark-submit, measured in the same run.
+
+The demo's shape: two tables of ``--rows`` rows each (100k by default) in a throwaway PostgreSQL,
+captured from the start, snapshotted by the engine, a first reconcile; then ``--changes`` changes
+(updates, inserts, deletes over both tables), drained, and the second reconcile is timed. Each
+landing format the capture writes (``--format``: the typed log, JSON lines, or both, each with its
+own slot over the same changes) is reconciled by the real job through ``spark-submit``, as the
+Airflow task runs it. The reference: a trivial ``spark-submit`` (session start, read one Parquet
+file, count).
+
+    python -m bench.small_run [--rows 100000] [--changes 1000] [--format both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bench.common import report, timed
+from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.capture.typed import TypedPostgresCapture
+from cdc_backfill.pg.embedded import EmbeddedPostgres
+from cdc_backfill.signals.model import Signal
+from cdc_backfill.signals.store import SignalStore
+from cdc_backfill.snapshot.engine import SnapshotEngine
+from cdc_backfill.spark.submit import reconcile_command, submit_environ
+
+MASTER = "local[2]"
+TABLES = ("public.customers", "public.orders")
+TRIVIAL_JOB = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.appName("trivial").getOrCreate()
+print(spark.read.parquet(sys.argv[1]).count())
+spark.stop()
+"""
+
+
+def _load(url: str, rows: int) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE customers (id bigint PRIMARY KEY, name text, email text, balance numeric(12,2),"
+            " updated_at timestamptz)"
+        )
+        conn.exec_driver_sql(
+            "CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint, amount numeric(12,2),"
+            " status text, placed_at timestamp)"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO customers SELECT i, 'customer ' || i, 'c' || i || '@example.org', i % 10000 / 100.0,"
+            f" now() FROM generate_series(1, {rows}) i"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO orders SELECT i, i % 5000, i % 700 / 10.0, 'new', now()::timestamp"
+            f" FROM generate_series(1, {rows}) i"
+        )
+    engine.dispose()
+
+
+def _change(url: str, rows: int, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for i in range(n):
+            k = rng.randint(1, rows)
+            kind = rng.random()
+            if kind < 0.6:
+                conn.exec_driver_sql(f"UPDATE customers SET balance = balance + 1 WHERE id = {k}")
+            elif kind < 0.8:
+                conn.exec_driver_sql(f"UPDATE orders SET status = 'paid' WHERE id = {k}")
+            elif kind < 0.9:
+                conn.exec_driver_sql(f"DELETE FROM orders WHERE id = {k}")
+            else:
+                conn.exec_driver_sql(
+                    f"INSERT INTO orders VALUES ({rows + seed * n + i + 1}, 1, 1, 'new', now())"
+                )
+    engine.dispose()
+
+
+def _submit(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, env=submit_environ(MASTER), timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(
+            f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=100_000, help="rows per table (two tables)")
+    ap.add_argument("--changes", type=int, default=1000)
+    ap.add_argument("--format", choices=("log", "json", "both"), default="both")
+    args = ap.parse_args()
+    formats = ("log", "json") if args.format == "both" else (args.format,)
+    work = Path(tempfile.mkdtemp(prefix="cdc-bench-small-"))
+    out_rows = []
+    with EmbeddedPostgres(settings={"fsync": "off"}) as pg:
+        _load(pg.url, args.rows)
+        store = SignalStore(pg.url)
+        store.init()
+        captures = {
+            "log": lambda: TypedPostgresCapture(pg.url, work / "log", slot="bench_log", publication="bench"),
+            "json": lambda: PostgresCapture(pg.url, work / "json", slot="bench_json", publication="bench"),
+        }
+        for f in formats:
+            captures[f]().run()  # slot and publication: every change from here on is captured
+        store.send(Signal("bench-small", "execute-snapshot", TABLES, "incremental", chunk_size=8192))
+        SnapshotEngine(pg.url, work / "snapshots", readers=2).run()
+        for f in formats:
+            # both landings get the same READ chunks
+            subprocess.run(["cp", "-r", str(work / "snapshots" / "snapshots"), str(work / f)], check=True)
+        _change(pg.url, args.rows, args.changes, seed=1)
+        for f in formats:
+            captures[f]().run()
+            _submit(reconcile_command(str(work / f), str(work / f"state-{f}"), master=MASTER))
+        _change(pg.url, args.rows, args.changes, seed=2)
+        for f in formats:
+            captures[f]().run()
+        parquet = next((work / "snapshots" / "snapshots").rglob("*.parquet"))
+        trivial_py = work / "trivial.py"
+        trivial_py.write_text(TRIVIAL_JOB)
+        trivial = ["spark-submit", "--master", MASTER, str(trivial_py), str(parquet)]
+        t_trivial, _ = timed(lambda: _submit(trivial))
+        for f in formats:
+            state = work / f"state-{f}"
+            seconds, _ = timed(lambda: _submit(reconcile_command(str(work / f), str(state), master=MASTER)))  # noqa: B023
+            runs = sorted((state / "_runs").glob("*.json"))
+            inside = json.loads(runs[-1].read_text())["seconds"]
+            out_rows.append({
+                "measure": f"second reconcile, {f} landing, {args.changes:,} changes",
+                "items": args.changes, "seconds": seconds, "rate": args.changes / seconds,
+                "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {inside} s inside the job",
+            })  # fmt: skip
+        t_trivial2, _ = timed(lambda: _submit(trivial))
+    out_rows.append({"measure": "  reference: trivial spark-submit (read 1 Parquet, count)", "items": 1,
+                     "seconds": t_trivial, "rate": 1 / t_trivial,
+                     "reference": f"again after: {t_trivial2:.1f} s"})  # fmt: skip
+    report("small_run", out_rows, {"rows_per_table": args.rows, "changes": args.changes, "master": MASTER})
+    print(f"(landing zones and states kept in {work})")
+
+
+if __name__ == "__main__":
+    main()

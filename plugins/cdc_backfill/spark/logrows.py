@@ -1,0 +1,154 @@
+"""Log rows: one collection's events in the typed event log's shape (``eventlog.schema``), the one input
+the reconcile's rules read.
+
+Columns: ``_cdc_position`` (binary key), ``_cdc_op``, ``_cdc_unchanged``, ``_cdc_origin``,
+``_cdc_line`` and the collection's columns in their Spark types (``spark_type``, what Spark reads from
+a snapshot chunk and from a log file alike). The signal collection's rows have ``id``, ``type`` and
+``data`` as text.
+
+They come from the log's files as they are (:func:`read_log_rows`), or from canonical events parsed
+out of JSON lines (:func:`as_log_rows`, :func:`as_signal_rows`), which types each value once, here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.layout import LOG_DIR, log_schema_file, rolls_dir
+from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
+
+SIGNAL_COLUMNS = ("id", "type", "data")
+# The canonical event columns that become log rows (not ``before``, the format or the timestamp).
+STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "file", "line")
+META_COLUMNS = (POSITION, OP, UNCHANGED, ORIGIN, LINE)
+_META_TYPES = {
+    POSITION: T.BinaryType(),
+    OP: T.StringType(),
+    UNCHANGED: T.ArrayType(T.StringType()),
+    ORIGIN: T.StringType(),
+    LINE: T.LongType(),
+}
+
+
+def log_schema(columns: Sequence[PgColumn]) -> T.StructType:
+    """The Spark schema of a collection's log rows."""
+    return T.StructType(
+        [T.StructField(n, _META_TYPES[n]) for n in META_COLUMNS]
+        + [T.StructField(c.name, spark_type(c)) for c in columns]
+    )
+
+
+def signal_schema() -> T.StructType:
+    return T.StructType(
+        [T.StructField(n, _META_TYPES[n]) for n in META_COLUMNS]
+        + [T.StructField(n, T.StringType()) for n in SIGNAL_COLUMNS]
+    )
+
+
+def _meta(events: DataFrame) -> list[Column]:
+    return [
+        F.col("position").alias(POSITION),
+        F.col("op").alias(OP),
+        F.col("unchanged").alias(UNCHANGED),
+        F.col("file").alias(ORIGIN),
+        F.col("line").alias(LINE),
+    ]
+
+
+def as_log_rows(
+    events: DataFrame, collection: str, columns: Sequence[PgColumn], key: Sequence[str]
+) -> DataFrame:
+    """The collection's canonical events (``spark.landing``: ``key`` and ``after`` as JSON text) as log
+    rows: a delete keeps its key's values, a truncate none."""
+    schema = event_schema(columns)
+    key_schema = T.StructType([f for f in schema.fields if f.name in key])
+    ev = events.where((F.col("collection") == collection) & F.col("op").isin("c", "u", "d", "r", "t"))
+    after, key_values = F.from_json("after", schema), F.from_json("key", key_schema)
+    values = []
+    for c in columns:
+        value = from_debezium(c, after.getField(c.name))
+        if c.name in key:
+            value = F.coalesce(value, from_debezium(c, key_values.getField(c.name)))
+        values.append(value.cast(spark_type(c)).alias(c.name))
+    return ev.select(*_meta(ev), *values)
+
+
+def as_signal_rows(events: DataFrame, signal_collection: str) -> DataFrame:
+    """The signal collection's canonical events as log rows (``id`` from the key, as a delete has it)."""
+    ev = events.where(F.col("collection") == signal_collection)
+    return ev.select(
+        *_meta(ev),
+        F.coalesce(F.get_json_object("key", "$.id"), F.get_json_object("after", "$.id")).alias("id"),
+        F.get_json_object("after", "$.type").alias("type"),
+        F.get_json_object("after", "$.data").alias("data"),
+    )
+
+
+def is_canonical(frame: DataFrame) -> bool:
+    """A frame of canonical events (carries written before log rows existed), not log rows."""
+    return "collection" in frame.columns
+
+
+# ---------------------------------------------------------------- the log's files
+
+
+def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> list[str]:
+    """The log files (relative to the log folder) that roll manifests name, only those of manifests
+    whose last position is after ``after``: a manifest's name is its last position's key, in hex."""
+    folder = rolls_dir(landing)
+    if not folder.is_dir():
+        return []
+    floor = position_key(tuple(after)).hex() if after is not None else None
+    files: list[str] = []
+    for manifest in sorted(folder.glob("r*.json")):
+        if floor is not None and manifest.stem[1:] <= floor:
+            continue
+        files += json.loads(manifest.read_text())["files"]
+    return files
+
+
+def collection_log_files(landing: Path, collection: str, files: Sequence[str]) -> list[Path]:
+    prefix = f"{collection}/"
+    return [Path(landing) / LOG_DIR / f for f in files if f.startswith(prefix)]
+
+
+def read_log_rows(spark: SparkSession, paths: Sequence[Path], schema: T.StructType) -> DataFrame | None:
+    """Log files (of any schema versions) as log rows of ``schema``: a column a version lacks is null,
+    and every column is cast to the current version's type."""
+    if not paths:
+        return None
+    frames = []
+    by_version: dict[Path, list[str]] = {}
+    for p in paths:
+        by_version.setdefault(p.parent, []).append(str(p))
+    for group in by_version.values():
+        df = spark.read.parquet(*group)
+        frames.append(
+            df.select(
+                *[
+                    (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                    for f in schema.fields
+                ]
+            )
+        )
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def log_collections(landing: Path) -> list[str]:
+    """Collections with a log schema document."""
+    root = Path(landing) / LOG_DIR
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if log_schema_file(landing, p.name).exists())
