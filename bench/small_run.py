@@ -54,11 +54,11 @@ def _load(url: str, rows: int) -> None:
             " status text, placed_at timestamp)"
         )
         conn.exec_driver_sql(
-            f"INSERT INTO customers SELECT i, 'customer ' || i, 'c' || i || '@example.org', i % 10000 / 100.0,"
+            f"INSERT INTO customers SELECT i, 'customer ' || i, 'c' || i || '@example.org', i %% 10000 / 100.0,"
             f" now() FROM generate_series(1, {rows}) i"
         )
         conn.exec_driver_sql(
-            f"INSERT INTO orders SELECT i, i % 5000, i % 700 / 10.0, 'new', now()::timestamp"
+            f"INSERT INTO orders SELECT i, i %% 5000, i %% 700 / 10.0, 'new', now()::timestamp"
             f" FROM generate_series(1, {rows}) i"
         )
     engine.dispose()
@@ -115,7 +115,10 @@ def main() -> None:
         SnapshotEngine(pg.url, work / "snapshots", readers=2).run()
         for f in formats:
             # both landings get the same READ chunks
-            subprocess.run(["cp", "-r", str(work / "snapshots" / "snapshots"), str(work / f)], check=True)
+            (work / f).mkdir(exist_ok=True)
+            subprocess.run(
+                ["cp", "-r", str(work / "snapshots" / "snapshots"), str(work / f) + "/"], check=True
+            )
         _change(pg.url, args.rows, args.changes, seed=1)
         for f in formats:
             captures[f]().run()
@@ -133,6 +136,12 @@ def main() -> None:
             seconds, _ = timed(lambda: _submit(reconcile_command(str(work / f), str(state), master=MASTER)))  # noqa: B023
             runs = sorted((state / "_runs").glob("*.json"))
             inside = json.loads(runs[-1].read_text())["seconds"]
+            doc = json.loads(runs[-1].read_text())
+            rows_now = sum(c["rows"] for c in doc["collections"].values())
+            if rows_now < 2 * args.rows * 0.9:
+                raise SystemExit(
+                    f"{f}: the state has {rows_now} rows, not about {2 * args.rows}: the bench is wrong"
+                )
             out_rows.append({
                 "measure": f"second reconcile, {f} landing, {args.changes:,} changes",
                 "items": args.changes, "seconds": seconds, "rate": args.changes / seconds,
