@@ -16,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from cdc_backfill.layout import STREAM_DIR, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
@@ -28,7 +29,7 @@ from cdc_backfill.reconcile.unapplied import (
     write_unapplied,
 )
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
-from cdc_backfill.spark.landing import events_only
+from cdc_backfill.spark.landing import PARSED_SCHEMA, events_only
 from cdc_backfill.spark.logrows import (
     STREAM_COLUMNS,
     as_log_rows,
@@ -100,20 +101,26 @@ def reconcile_landing(
         # otherwise analyse again (about 5 s per run on a small stream). Only the columns the rules
         # read are stored (not ``before``: a third of a line). Its blocks are freed when the frame is
         # gone (Spark's context cleaner).
-        parsed = read_new_events(spark, landing, new_files).select(*STREAM_COLUMNS, "quarantine_reason")
-        parsed = parsed.localCheckpoint()
-        events = events_only(parsed, STREAM_COLUMNS)
-        totals = parsed.agg(
-            F.count_if(F.col("quarantine_reason").isNull()).alias("events"),
-            F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
-        ).first()
-        summary["events"] = max(summary["events"], totals["events"])
-        summary["quarantined"] = max(summary["quarantined"], totals["quarantined"])
-        log.info("%s events parsed, %s quarantined", f"{totals['events']:,}", f"{totals['quarantined']:,}")
-        if set(new_files) & set(unchecked):
-            for file, coll, n in untyped_counts(parsed, [*typed, signal_collection], scope):
-                if relative_stream_file(file, STREAM_DIR) in unchecked:
-                    counts[coll] += n
+        if new_files:
+            parsed = read_new_events(spark, landing, new_files).select(*STREAM_COLUMNS, "quarantine_reason")
+            parsed = parsed.localCheckpoint()
+            events = events_only(parsed, STREAM_COLUMNS)
+            totals = parsed.agg(
+                F.count_if(F.col("quarantine_reason").isNull()).alias("events"),
+                F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
+            ).first()
+            summary["events"] = max(summary["events"], totals["events"])
+            summary["quarantined"] = max(summary["quarantined"], totals["quarantined"])
+            log.info(
+                "%s events parsed, %s quarantined", f"{totals['events']:,}", f"{totals['quarantined']:,}"
+            )
+            if set(new_files) & set(unchecked):
+                for file, coll, n in untyped_counts(parsed, [*typed, signal_collection], scope):
+                    if relative_stream_file(file, STREAM_DIR) in unchecked:
+                        counts[coll] += n
+        else:
+            # no JSON to read (a typed log landing, or nothing new): no parse, no Spark job
+            parsed, events = None, spark.createDataFrame([], no_events_schema())
         for r, columns, key in group:
             t0 = time.time()
             log.info("%s: %d new stream files, %d READ chunks; judging READs and merging",
@@ -156,6 +163,11 @@ def reconcile_landing(
     return summary
 
 
+def no_events_schema() -> T.StructType:
+    """The parsed events' columns the rules read, for a run with no JSON to parse."""
+    return T.StructType([PARSED_SCHEMA[c] for c in STREAM_COLUMNS])
+
+
 def run_rows(
     spark: SparkSession,
     landing: Path,
@@ -170,9 +182,12 @@ def run_rows(
     rows = as_log_rows(events, run.collection, columns, key)
     signals = as_signal_rows(events, signal_collection)
     files = landed_log_files(landing, run.meta.position)
-    logged = read_log_rows(spark, collection_log_files(landing, run.collection, files), log_schema(columns))
+    coll, sig = run.collection, signal_collection
+    logged = read_log_rows(
+        spark, landing, coll, collection_log_files(landing, coll, files), log_schema(columns)
+    )
     logged_signals = read_log_rows(
-        spark, collection_log_files(landing, signal_collection, files), signal_schema()
+        spark, landing, sig, collection_log_files(landing, sig, files), signal_schema()
     )
     if logged is not None:
         rows = rows.unionByName(logged)

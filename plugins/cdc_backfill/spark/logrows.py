@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
+from cdc_backfill.eventlog.store import read_schema
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import LOG_DIR, log_schema_file, rolls_dir
 from cdc_backfill.pgtypes import PgColumn
@@ -121,22 +122,29 @@ def collection_log_files(landing: Path, collection: str, files: Sequence[str]) -
     return [Path(landing) / LOG_DIR / f for f in files if f.startswith(prefix)]
 
 
-def read_log_rows(spark: SparkSession, paths: Sequence[Path], schema: T.StructType) -> DataFrame | None:
-    """Log files (of any schema versions) as log rows of ``schema``: a column a version lacks is null,
-    and every column is cast to the current version's type."""
+def read_log_rows(
+    spark: SparkSession, landing: Path, collection: str, paths: Sequence[Path], target: T.StructType
+) -> DataFrame | None:
+    """Log files of the collection (of any schema versions) as log rows of ``target``: a column a
+    version lacks is null, every column is cast to ``target``'s type. Each version is read with the
+    schema its document gives, so Spark runs no job to infer one."""
     if not paths:
         return None
-    frames = []
-    by_version: dict[Path, list[str]] = {}
+    doc = read_schema(landing, collection)
+    if doc is None:
+        raise FileNotFoundError(f"{collection}: log files but no {log_schema_file(landing, collection)}")
+    columns = {v.version: v.columns for v in doc.versions}
+    by_version: dict[int, list[str]] = {}
     for p in paths:
-        by_version.setdefault(p.parent, []).append(str(p))
-    for group in by_version.values():
-        df = spark.read.parquet(*group)
+        by_version.setdefault(int(p.parent.name[1:]), []).append(str(p))
+    frames = []
+    for version, group in sorted(by_version.items()):
+        df = spark.read.schema(log_schema(columns[version])).parquet(*group)
         frames.append(
             df.select(
                 *[
                     (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
-                    for f in schema.fields
+                    for f in target.fields
                 ]
             )
         )

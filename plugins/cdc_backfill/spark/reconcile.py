@@ -1,7 +1,7 @@
 """DESIGN.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
     signal rows --windows()---------------------------------.
-    log rows --typed_stream(columns)--> stream rows --------+--> merge() --> state
+    log rows --typed_stream(columns)--> stream rows --------+--> merged_keys() --kept_keys()--> state
     READ chunks --judged_reads(windows, stream)--read_rows()-'
     previous state --previous_rows()------------------------'
 
@@ -158,8 +158,18 @@ def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame
     )
 
 
-def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
-    """Per key: the last row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes
+KEPT, HAD_PREVIOUS = "_cdc_kept", "_cdc_had_previous"
+
+
+def kept_keys(keys: DataFrame) -> DataFrame:
+    return keys.where(F.col(KEPT)).drop(KEPT, HAD_PREVIOUS)
+
+
+def merged_keys(
+    rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]
+) -> DataFrame:
+    """Every key the rows name, with ``_cdc_kept`` (it is in the state) and ``_cdc_had_previous`` (the
+    previous state had it), so that one pass counts the state and the keys it lost. Per key: the last row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes
     the last value sent before it; a winning delete removes the key; the latest truncate removes keys
     whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
 
@@ -182,6 +192,7 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
             F.struct(F.col("_cdc_deleted").alias("deleted"), sort.alias("s")), F.when(competes, sort)
         ).alias("_cdc_w"),
         F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
+        F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
         *[
             F.max_by(
                 F.struct(F.col(n).alias("v"), sort.alias("s")),
@@ -200,16 +211,15 @@ def merge(rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: 
         return sent.isNotNull() & after_delete & after_truncate
 
     position = w.getField("s").getField("position")
-    return (
-        per_key.crossJoin(F.broadcast(latest_truncate))
-        .where(w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t)))
-        .select(
-            *[F.col(n) if n in key else F.when(known(n), F.col(n).getField("v")).alias(n) for n in names],
-            position.alias("_cdc_position"),
-            F.array_compact(F.array(*[F.when(~known(n), F.lit(n)) for n in values]))
-            .cast("array<string>")
-            .alias("_cdc_unknown"),
-        )
+    kept = w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t))
+    return per_key.crossJoin(F.broadcast(latest_truncate)).select(
+        *[F.col(n) if n in key else F.when(known(n), F.col(n).getField("v")).alias(n) for n in names],
+        position.alias("_cdc_position"),
+        F.array_compact(F.array(*[F.when(~known(n), F.lit(n)) for n in values]))
+        .cast("array<string>")
+        .alias("_cdc_unknown"),
+        F.coalesce(kept, F.lit(False)).alias(KEPT),
+        HAD_PREVIOUS,
     )
 
 
@@ -268,6 +278,7 @@ class ReconcileParts:
     """The state and the frames it came from, for the run summary to count."""
 
     state: DataFrame
+    keys: DataFrame  # merged_keys: the state's keys and the ones it lost (state = kept_keys(keys))
     stream: DataFrame  # the collection's row events, typed
     judged: DataFrame | None  # READ rows whose window closed, with ``_cdc_dropped`` (judged_reads)
     windows: DataFrame  # every window found in this run's signal rows (carry included)
@@ -282,10 +293,15 @@ def reconcile_parts(
     previous: DataFrame | None = None,
     stream: DataFrame | None = None,
     wins: DataFrame | None = None,
+    touched_only: bool = False,
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
     ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
-    (cached: the stream is read by the READ drop and the merge; the windows three times)."""
+    (cached: the stream is read by the READ drop and the merge; the windows three times).
+
+    ``touched_only``: the caller knows there are no READ rows and no truncate here. Then only the
+    previous state's rows of keys the stream names are merged again; every other row is the same in
+    the next state (its winner is itself), and passes through without a shuffle."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if wins is None:
@@ -296,12 +312,36 @@ def reconcile_parts(
     if reads is not None:
         judged = judged_reads(reads, wins, stream, truncs, key)
         parts += read_rows(judged, columns)
+    untouched = None
     if previous is not None:
+        if touched_only and reads is None:
+            named = F.broadcast(stream.select(*key).distinct())
+            untouched = previous.join(named, list(key), "left_anti")
+            previous = previous.join(named, list(key), "left_semi")
         parts.append(previous_rows(previous, columns))
     merged = parts[0]
     for p in parts[1:]:
         merged = merged.unionByName(p)
-    return ReconcileParts(merge(merged, truncs, columns, key), stream, judged, wins)
+    keys = merged_keys(merged, truncs, columns, key)
+    if untouched is not None:
+        keys = keys.unionByName(as_kept_keys(untouched, columns))
+    return ReconcileParts(kept_keys(keys), keys, stream, judged, wins)
+
+
+def as_kept_keys(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
+    """Previous state rows as :func:`merged_keys` would give them back when nothing else names them."""
+    unknown = (
+        F.coalesce(F.col("_cdc_unknown"), F.array().cast("array<string>"))
+        if "_cdc_unknown" in previous.columns
+        else F.array().cast("array<string>")
+    )
+    return previous.select(
+        *[c.name for c in columns],
+        "_cdc_position",
+        unknown.alias("_cdc_unknown"),
+        F.lit(True).alias(KEPT),
+        F.lit(True).alias(HAD_PREVIOUS),
+    )
 
 
 def reconcile_collection(

@@ -24,15 +24,20 @@ from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows, log_schema, 
 from cdc_backfill.spark.native import native_landing_events
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.spark.reconcile import (
+    HAD_PREVIOUS,
+    KEPT,
     ROW_OPS,
     after_position,
     carry,
+    kept_keys,
     newer_than,
     pending_windows,
     reconcile_parts,
+    truncates,
     typed_stream,
     windows,
 )
+from cdc_backfill.spark.state import spark_schema_of
 
 
 def read_new_events(spark: SparkSession, landing: Path, files: Sequence[str]) -> DataFrame:
@@ -88,7 +93,9 @@ def read_run(
             carry_rows = as_log_rows(old, run.collection, columns, key)
             carry_signals = as_signal_rows(old, signal_collection)
     if run.previous:
-        previous = with_position_keys(spark.read.parquet(str(run.previous)), "_cdc_position")
+        schema = spark_schema_of(run.previous)
+        reader = spark.read.schema(schema) if schema is not None else spark.read
+        previous = with_position_keys(reader.parquet(str(run.previous)), "_cdc_position")
     reads = spark.read.parquet(*map(str, run.chunks)) if run.chunks else None
     return RunFrames(carry_rows, carry_signals, reads, previous)
 
@@ -102,7 +109,7 @@ def with_position_keys(df: DataFrame, column: str) -> DataFrame:
 @dataclass(frozen=True)
 class RunResult:
     state: DataFrame
-    carry: tuple[DataFrame, DataFrame]  # for the next run (log rows, signal rows), beside the state
+    carry: tuple[DataFrame, DataFrame] | None  # for the next run (log rows, signal rows), beside the state
     info: dict[str, Any]  # the run summary's counts
     meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
     cached: tuple[DataFrame, ...] = ()  # what the run cached, to release once the version is written
@@ -134,7 +141,19 @@ def reconcile_run(
     reads, previous = frames.reads, frames.previous
     stream = typed_stream(new_rows, columns, key).cache()
     wins = windows(new_signals).cache()
-    parts = reconcile_parts(new_rows, new_signals, reads, columns, key, previous, stream=stream, wins=wins)
+    # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
+    touched_only = reads is None and previous is not None and truncates(new_rows).isEmpty()
+    parts = reconcile_parts(
+        new_rows,
+        new_signals,
+        reads,
+        columns,
+        key,
+        previous,
+        stream=stream,
+        wins=wins,
+        touched_only=touched_only,
+    )
     judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
     closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
     # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
@@ -156,7 +175,13 @@ def reconcile_run(
     spark = rows.sparkSession
     judged_ids = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
     pending = pending_windows(parts.windows, coll, judged_ids).cache()
-    state = parts.state.cache()
+    keys = parts.keys.cache()
+    state = kept_keys(keys)
+    counted = keys.agg(
+        F.count_if(F.col(KEPT)).alias("rows"),
+        F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),
+        F.count_if(F.col(HAD_PREVIOUS) & ~F.col(KEPT)).alias("removed"),
+    ).first()
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0
     if judged is not None:
@@ -165,11 +190,12 @@ def reconcile_run(
             F.count_if(F.col("_cdc_dropped")).alias("dropped"),
         ).first()
         kept, dropped = judgement["kept"], judgement["dropped"]
+    windows_pending = pending.count()
     info: dict[str, Any] = {
-        "rows": state.count(),
+        "rows": counted["rows"],
         # the stream never sent these rows a value for some column (a key change of a row with an
         # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
-        "rows_with_unknown_columns": state.where(F.size("_cdc_unknown") > 0).count(),
+        "rows_with_unknown_columns": counted["unknown"],
         "position": list(meta.position) if meta.position is not None else None,
         "stream_files_read": len(run.new_files),
         "events_applied": totals["applied"],
@@ -179,10 +205,10 @@ def reconcile_run(
         "reads_applied": kept,
         "reads_dropped": dropped,
         "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
-        "windows_pending": pending.count(),
-        "keys_removed_since_previous": previous.join(state, list(key), "left_anti").count()
-        if previous is not None
-        else 0,
+        "windows_pending": windows_pending,
+        "keys_removed_since_previous": counted["removed"],
     }
-    cached = (stream, wins, pending, state) + ((judged,) if judged is not None else ())
-    return RunResult(state, carry(new_rows, new_signals, pending), info, meta.to_json(), cached)
+    cached = (stream, wins, pending, keys) + ((judged,) if judged is not None else ())
+    # nothing pending, nothing to carry: the next run then reads no carry at all
+    carried = carry(new_rows, new_signals, pending) if windows_pending else None
+    return RunResult(state, carried, info, meta.to_json(), cached)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 from cdc_backfill.files import write_atomically
 from cdc_backfill.layout import (
@@ -34,7 +35,22 @@ from cdc_backfill.layout import (
     versions,
 )
 
-__all__ = ["current_path", "read_log", "write_version"]
+__all__ = ["current_path", "read_log", "spark_schema_of", "write_version"]
+
+_SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def spark_schema_of(folder: Path) -> T.StructType | None:
+    """The schema Spark wrote into a version's Parquet footers, read on the driver: given to the reader,
+    it spares the job Spark would otherwise run to infer it. None when there is none to read."""
+    import pyarrow.parquet as pq
+
+    for part in sorted(Path(folder).glob("part-*.parquet")):
+        meta = pq.read_schema(part).metadata or {}
+        if _SPARK_SCHEMA_KEY in meta:
+            return T.StructType.fromJson(json.loads(meta[_SPARK_SCHEMA_KEY]))
+        return None
+    return None
 
 
 def write_version(
