@@ -13,7 +13,7 @@ from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.landing import events_only, landing_events
 from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
 from cdc_backfill.spark.reconcile import reconcile_collection
-from tests.support.judge import assert_consistent, columns_of, source_state
+from tests.support.judge import assert_consistent, columns_of, keyed_state, source_state
 from tests.support.pg import InWindow, drain, send
 from tests.support.workload import Writers, seed
 
@@ -28,13 +28,7 @@ def spark_state(spark, landing: Path, collection: str, columns: list[PgColumn], 
     reads = spark.read.parquet(str(chunk_dir)) if list(chunk_dir.glob("*.parquet")) else None
     rows = as_log_rows(events, collection, columns, key)
     state = reconcile_collection(rows, as_signal_rows(events, "public.cdc_signal"), reads, columns, key)
-    out = {}
-    for r in state.collect():
-        row = r.asDict()
-        row.pop("_cdc_position")
-        row.pop("_cdc_unknown")
-        out[tuple(row[k] for k in key)] = row
-    return out
+    return keyed_state(state.collect(), key)
 
 
 def test_spark_state_equals_the_source_after_a_concurrent_snapshot(

@@ -11,7 +11,7 @@ from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.layout import STREAM_DIR
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.job import reconcile_landing
-from tests.support.judge import columns_of, source_state
+from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import InWindow, send
 from tests.support.workload import Writers, seed
 
@@ -21,13 +21,7 @@ TABLES = ["public.orders", "public.lines", "public.words"]
 
 
 def state_of(spark, state: Path, collection: str, key: list[str]) -> dict:  # type: ignore[no-untyped-def]
-    out = {}
-    for r in spark.read.parquet(str(state / collection / "current")).collect():
-        row = r.asDict()
-        row.pop("_cdc_position")
-        row.pop("_cdc_unknown")
-        out[tuple(row[k] for k in key)] = row
-    return out
+    return keyed_state(spark.read.parquet(str(state / collection / "current")).collect(), key)
 
 
 def test_the_log_reconciles_to_the_source_in_one_run_and_in_several(

@@ -4,7 +4,9 @@ reconciled by the reference rules (DESIGN.md §6), must equal the source table, 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import sqlalchemy as sa
@@ -27,6 +29,17 @@ def columns_of(url: str, collection: str) -> tuple[list[PgColumn], list[str]]:
         pk = list(primary_key(conn, schema, table))
     engine.dispose()
     return cols, pk
+
+
+def keyed_state(rows: Iterable[Any], key: list[str]) -> dict[tuple, dict]:
+    """Rows of a Spark state (``collect()``) by key, without the bookkeeping columns."""
+    out = {}
+    for r in rows:
+        row = r.asDict()
+        row.pop("_cdc_position")
+        row.pop("_cdc_unknown")
+        out[tuple(row[k] for k in key)] = row
+    return out
 
 
 def source_state(url: str, collection: str, key: list[str]) -> dict[tuple, dict]:
