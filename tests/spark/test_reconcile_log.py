@@ -57,3 +57,20 @@ def test_the_log_reconciles_to_the_source_in_one_run_and_in_several(
         assert [k for k in want if got[k] != want[k]] == [], coll
         assert state_of(spark, once, coll, key) == got, coll
         assert last["collections"][coll]["reads_waiting"] == 0
+
+
+def test_log_files_without_their_schema_document_are_refused_with_the_way_out(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from cdc_backfill.eventlog.store import describe
+    from cdc_backfill.layout import rolls_dir
+    from cdc_backfill.pgtypes import PgColumn
+    from cdc_backfill.spark.job import LandingError
+
+    landing = tmp_path / "landing"
+    describe(landing, "public.t", [PgColumn("id", "integer", 23)], ["id"])
+    rolls_dir(landing).mkdir(parents=True)
+    manifest = {"files": ["public.cdc_signal/v0001/p0101-0102.parquet"], "position": [1, 2], "events": 1}
+    (rolls_dir(landing) / "r01010102.json").write_text(json.dumps(manifest))
+    with pytest.raises(LandingError, match=r"public\.cdc_signal: 1 log file\(s\) but no .*_schema\.json"):
+        reconcile_landing(spark, landing, tmp_path / "state")

@@ -178,7 +178,6 @@ class LogWriter:
         self._buffers = {c: _Buffer(b.version) for c, b in self._buffers.items()}
         self._events = 0
         self._moved = False
-        self._moved = False
         self.durable_end_lsn = max(self.durable_end_lsn, self._done_end_lsn)
         return self.durable_end_lsn
 

@@ -18,7 +18,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.layout import STREAM_DIR, runs_dir
+from cdc_backfill.eventlog.store import read_schema
+from cdc_backfill.layout import STREAM_DIR, log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 from cdc_backfill.reconcile.runs import RunInput, plan_run, stream_files
 from cdc_backfill.reconcile.unapplied import (
@@ -93,6 +94,7 @@ def reconcile_landing(
         groups[rest] = groups.get(rest, [])
     summary: dict[str, Any] = {"events": 0, "quarantined": 0, "stream_files": len(files), "collections": {}}
     counts: dict[str, int] = defaultdict(int)
+    manifests: dict[tuple[int, ...] | None, list[str]] = {}
     for new_files, group in groups.items():
         if new_files:
             log.info("reading %d new stream files", len(new_files))
@@ -125,7 +127,13 @@ def reconcile_landing(
             t0 = time.time()
             log.info("%s: %d new stream files, %d READ chunks; judging READs and merging",
                      r.collection, len(r.new_files), len(r.chunks))  # fmt: skip
-            rows, signals = run_rows(spark, landing, r, events, columns, key, signal_collection)
+            # the roll manifests after a position: read once for all collections whose state is there
+            since = r.meta.position
+            if since not in manifests:
+                manifests[since] = landed_log_files(landing, since)
+            rows, signals = run_rows(
+                spark, landing, r, events, columns, key, signal_collection, manifests[since]
+            )
             frames = read_run(spark, r, columns, key, signal_collection)
             result = reconcile_run(r, rows, signals, frames, columns, key)
             info = result.info
@@ -176,21 +184,25 @@ def run_rows(
     columns: Any,
     key: Any,
     signal_collection: str,
+    log_files: list[str],
 ) -> tuple[Any, Any]:
     """The collection's and the signal collection's new log rows: from the new JSON stream files'
-    events, and from the log files of rolls landed after the state's position."""
+    events, and from ``log_files`` (those of rolls landed after the state's position)."""
     rows = as_log_rows(events, run.collection, columns, key)
     signals = as_signal_rows(events, signal_collection)
-    files = landed_log_files(landing, run.meta.position)
-    coll, sig = run.collection, signal_collection
-    logged = read_log_rows(
-        spark, landing, coll, collection_log_files(landing, coll, files), log_schema(columns)
-    )
-    logged_signals = read_log_rows(
-        spark, landing, sig, collection_log_files(landing, sig, files), signal_schema()
-    )
-    if logged is not None:
-        rows = rows.unionByName(logged)
-    if logged_signals is not None:
-        signals = signals.unionByName(logged_signals)
+    for coll, target in ((run.collection, log_schema(columns)), (signal_collection, signal_schema())):
+        paths = collection_log_files(landing, coll, log_files)
+        if not paths:
+            continue
+        doc = read_schema(landing, coll)
+        if doc is None:
+            raise LandingError(
+                f"{coll}: {len(paths)} log file(s) but no {log_schema_file(landing, coll)}: the landing zone "
+                "is incomplete; let the capture that wrote it run again (it rewrites what it has not confirmed)"
+            )
+        logged = read_log_rows(spark, {v.version: v.columns for v in doc.versions}, paths, target)
+        if coll == run.collection:
+            rows = rows.unionByName(logged)
+        else:
+            signals = signals.unionByName(logged)
     return rows, signals

@@ -13,7 +13,7 @@ out of JSON lines (:func:`as_log_rows`, :func:`as_signal_rows`), which types eac
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -21,18 +21,18 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
-from cdc_backfill.eventlog.store import read_schema
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import LOG_DIR, log_schema_file, rolls_dir
+from cdc_backfill.layout import LOG_DIR, rolls_dir
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
+from cdc_backfill.spark.positions import POSITION_TYPE
 
 SIGNAL_COLUMNS = ("id", "type", "data")
 # The canonical event columns that become log rows (not ``before``, the format or the timestamp).
 STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "file", "line")
 META_COLUMNS = (POSITION, OP, UNCHANGED, ORIGIN, LINE)
 _META_TYPES = {
-    POSITION: T.BinaryType(),
+    POSITION: POSITION_TYPE,
     OP: T.StringType(),
     UNCHANGED: T.ArrayType(T.StringType()),
     ORIGIN: T.StringType(),
@@ -94,11 +94,6 @@ def as_signal_rows(events: DataFrame, signal_collection: str) -> DataFrame:
     )
 
 
-def is_canonical(frame: DataFrame) -> bool:
-    """A frame of canonical events (carries written before log rows existed), not log rows."""
-    return "collection" in frame.columns
-
-
 # ---------------------------------------------------------------- the log's files
 
 
@@ -123,23 +118,23 @@ def collection_log_files(landing: Path, collection: str, files: Sequence[str]) -
 
 
 def read_log_rows(
-    spark: SparkSession, landing: Path, collection: str, paths: Sequence[Path], target: T.StructType
+    spark: SparkSession,
+    versions: Mapping[int, Sequence[PgColumn]],
+    paths: Sequence[Path],
+    target: T.StructType,
 ) -> DataFrame | None:
-    """Log files of the collection (of any schema versions) as log rows of ``target``: a column a
-    version lacks is null, every column is cast to ``target``'s type. Each version is read with the
-    schema its document gives, so Spark runs no job to infer one."""
+    """Log files of one collection (of any schema versions: ``versions`` gives each one's columns, from
+    its schema document) as log rows of ``target``: a column a version lacks is null, every column is
+    cast to ``target``'s type. Each version is read with its own schema, so Spark runs no job to infer
+    one."""
     if not paths:
         return None
-    doc = read_schema(landing, collection)
-    if doc is None:
-        raise FileNotFoundError(f"{collection}: log files but no {log_schema_file(landing, collection)}")
-    columns = {v.version: v.columns for v in doc.versions}
     by_version: dict[int, list[str]] = {}
     for p in paths:
         by_version.setdefault(int(p.parent.name[1:]), []).append(str(p))
     frames = []
     for version, group in sorted(by_version.items()):
-        df = spark.read.schema(log_schema(columns[version])).parquet(*group)
+        df = spark.read.schema(log_schema(versions[version])).parquet(*group)
         frames.append(
             df.select(
                 *[
@@ -152,11 +147,3 @@ def read_log_rows(
     for df in frames[1:]:
         out = out.unionByName(df)
     return out
-
-
-def log_collections(landing: Path) -> list[str]:
-    """Collections with a log schema document."""
-    root = Path(landing) / LOG_DIR
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if log_schema_file(landing, p.name).exists())

@@ -57,23 +57,25 @@ def windows(signals: DataFrame) -> DataFrame:
     )
     opens = (
         sig.where(F.col("op").isin("c", "r") & F.col("id").endswith(OPEN_SUFFIX))
-        .groupBy(F.regexp_replace("id", f"{OPEN_SUFFIX}$", "").alias("_cdc_chunk_id"))
+        .groupBy(window_chunk_id().alias("_cdc_chunk_id"))
         .agg(F.min("position").alias("_cdc_low"), F.max("_cdc_for").alias("_cdc_for"))
     )
     closes = sig.where(
         (F.col("op").isin("c", "r") & F.col("id").endswith(CLOSE_SUFFIX))
         | ((F.col("op") == "d") & F.col("id").endswith(OPEN_SUFFIX))
-    ).select(
-        # the rule of signals.model.chunk_of, as a column expression
-        F.regexp_replace("id", f"({OPEN_SUFFIX}|{CLOSE_SUFFIX})$", "").alias("_cdc_chunk_id"),
-        F.col("position").alias("_cdc_close"),
-    )
+    ).select(window_chunk_id().alias("_cdc_chunk_id"), F.col("position").alias("_cdc_close"))
     return (
         opens.join(closes, "_cdc_chunk_id", "left")
         .where(F.col("_cdc_close").isNull() | (F.col("_cdc_close") > F.col("_cdc_low")))
         .groupBy("_cdc_chunk_id", "_cdc_for", "_cdc_low")
         .agg(F.min("_cdc_close").alias("_cdc_high"))
     )
+
+
+def window_chunk_id() -> Column:
+    """The chunk a signal row belongs to: its ``id`` without ``-open``/``-close`` (the rule of
+    ``signals.model.chunk_of``, as a column expression)."""
+    return F.regexp_replace("id", f"({OPEN_SUFFIX}|{CLOSE_SUFFIX})$", "")
 
 
 def typed_stream(rows: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
@@ -227,11 +229,7 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
     """A previous state as rows at the positions they are as of, before a stream event there (the same
     event, replayed from the carry); its unknown columns count as not sent."""
     names = [c.name for c in columns]
-    unknown = (
-        F.coalesce(F.col("_cdc_unknown"), F.array().cast("array<string>"))
-        if "_cdc_unknown" in previous.columns
-        else F.array().cast("array<string>")
-    )
+    unknown = unknown_columns(previous)
     return previous.select(
         *names,
         F.struct(*[(~F.array_contains(unknown, n)).alias(n) for n in names]).alias("_cdc_present"),
@@ -262,9 +260,8 @@ def after_position(rows: DataFrame, position: Sequence[int] | None) -> DataFrame
 def carry(rows: DataFrame, signals: DataFrame, pending: DataFrame) -> tuple[DataFrame, DataFrame]:
     """What the next run needs again: (the collection's log rows after the lowest low of the pending
     windows, the signal rows of those windows); both empty when nothing is pending."""
-    chunk = F.regexp_replace("id", f"({OPEN_SUFFIX}|{CLOSE_SUFFIX})$", "")
     signal_rows = (
-        signals.withColumn("_cdc_chunk_id", chunk)
+        signals.withColumn("_cdc_chunk_id", window_chunk_id())
         .join(pending.select("_cdc_chunk_id"), "_cdc_chunk_id", "left_semi")
         .drop("_cdc_chunk_id")
     )
@@ -277,11 +274,14 @@ def carry(rows: DataFrame, signals: DataFrame, pending: DataFrame) -> tuple[Data
 class ReconcileParts:
     """The state and the frames it came from, for the run summary to count."""
 
-    state: DataFrame
-    keys: DataFrame  # merged_keys: the state's keys and the ones it lost (state = kept_keys(keys))
+    keys: DataFrame  # merged_keys: the state's keys and the ones it lost
     stream: DataFrame  # the collection's row events, typed
     judged: DataFrame | None  # READ rows whose window closed, with ``_cdc_dropped`` (judged_reads)
     windows: DataFrame  # every window found in this run's signal rows (carry included)
+
+    @property
+    def state(self) -> DataFrame:
+        return kept_keys(self.keys)
 
 
 def reconcile_parts(
@@ -325,20 +325,22 @@ def reconcile_parts(
     keys = merged_keys(merged, truncs, columns, key)
     if untouched is not None:
         keys = keys.unionByName(as_kept_keys(untouched, columns))
-    return ReconcileParts(kept_keys(keys), keys, stream, judged, wins)
+    return ReconcileParts(keys, stream, judged, wins)
+
+
+def unknown_columns(previous: DataFrame) -> Column:
+    """A previous state's ``_cdc_unknown`` (never null; empty for states written before it existed)."""
+    if "_cdc_unknown" not in previous.columns:
+        return F.array().cast("array<string>")
+    return F.coalesce(F.col("_cdc_unknown"), F.array().cast("array<string>"))
 
 
 def as_kept_keys(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
     """Previous state rows as :func:`merged_keys` would give them back when nothing else names them."""
-    unknown = (
-        F.coalesce(F.col("_cdc_unknown"), F.array().cast("array<string>"))
-        if "_cdc_unknown" in previous.columns
-        else F.array().cast("array<string>")
-    )
     return previous.select(
         *[c.name for c in columns],
         "_cdc_position",
-        unknown.alias("_cdc_unknown"),
+        unknown_columns(previous).alias("_cdc_unknown"),
         F.lit(True).alias(KEPT),
         F.lit(True).alias(HAD_PREVIOUS),
     )

@@ -176,7 +176,7 @@ def reconcile_run(
     judged_ids = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
     pending = pending_windows(parts.windows, coll, judged_ids).cache()
     keys = parts.keys.cache()
-    state = kept_keys(keys)
+    state = kept_keys(keys)  # parts.state, over the cached keys
     counted = keys.agg(
         F.count_if(F.col(KEPT)).alias("rows"),
         F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),

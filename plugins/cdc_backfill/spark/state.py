@@ -45,12 +45,11 @@ def spark_schema_of(folder: Path) -> T.StructType | None:
     it spares the job Spark would otherwise run to infer it. None when there is none to read."""
     import pyarrow.parquet as pq
 
-    for part in sorted(Path(folder).glob("part-*.parquet")):
-        meta = pq.read_schema(part).metadata or {}
-        if _SPARK_SCHEMA_KEY in meta:
-            return T.StructType.fromJson(json.loads(meta[_SPARK_SCHEMA_KEY]))
+    part = next(iter(sorted(Path(folder).glob("part-*.parquet"))), None)
+    meta = (pq.read_schema(part).metadata or {}) if part is not None else {}
+    if _SPARK_SCHEMA_KEY not in meta:
         return None
-    return None
+    return T.StructType.fromJson(json.loads(meta[_SPARK_SCHEMA_KEY]))
 
 
 def write_version(
