@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -26,6 +27,7 @@ from bench.common import report, timed
 from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.pg.embedded import EmbeddedPostgres
+from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
@@ -98,6 +100,7 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=1000)
     ap.add_argument("--format", choices=("log", "json", "both"), default="both")
     args = ap.parse_args()
+    apply_defaults()  # as every entry point: Spark's home, this Python for its workers, spark-submit on PATH
     formats = ("log", "json") if args.format == "both" else (args.format,)
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-small-"))
     out_rows = []
@@ -115,10 +118,7 @@ def main() -> None:
         SnapshotEngine(pg.url, work / "snapshots", readers=2).run()
         for f in formats:
             # both landings get the same READ chunks
-            (work / f).mkdir(exist_ok=True)
-            subprocess.run(
-                ["cp", "-r", str(work / "snapshots" / "snapshots"), str(work / f) + "/"], check=True
-            )
+            shutil.copytree(work / "snapshots" / "snapshots", work / f / "snapshots")
         _change(pg.url, args.rows, args.changes, seed=1)
         for f in formats:
             captures[f]().run()
@@ -133,10 +133,10 @@ def main() -> None:
         t_trivial, _ = timed(lambda: _submit(trivial))
         for f in formats:
             state = work / f"state-{f}"
-            seconds, _ = timed(lambda: _submit(reconcile_command(str(work / f), str(state), master=MASTER)))  # noqa: B023
-            runs = sorted((state / "_runs").glob("*.json"))
-            inside = json.loads(runs[-1].read_text())["seconds"]
-            doc = json.loads(runs[-1].read_text())
+            cmd = reconcile_command(str(work / f), str(state), master=MASTER)
+            seconds, _ = timed(lambda: _submit(cmd))  # noqa: B023 - called at once
+            doc = json.loads(sorted((state / "_runs").glob("*.json"))[-1].read_text())
+            inside = doc["seconds"]
             rows_now = sum(c["rows"] for c in doc["collections"].values())
             if rows_now < 2 * args.rows * 0.9:
                 raise SystemExit(
