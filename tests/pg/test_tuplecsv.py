@@ -7,7 +7,6 @@ import struct
 import pytest
 
 from cdc_backfill.pg.csvtext import csv_row, text_table
-from cdc_backfill.pg.pgoutput import ProtocolError
 from cdc_backfill.pg.tuplecsv import tuple_csv
 from cdc_backfill.pgtypes import PgColumn
 
@@ -38,5 +37,33 @@ def test_a_tuple_becomes_the_csv_row_copy_would_give() -> None:
     assert text_table(line, columns).to_pylist() == [
         {"id": 7, "t": 'a "quoted", line\nbreak', "n": None, "big": None, "e": ""}
     ]
-    with pytest.raises(ProtocolError, match="unexpected tuple data kind"):
+    with pytest.raises(ValueError, match="unexpected tuple data kind"):  # ProtocolError in Python
         tuple_csv(struct.pack(">h", 1) + b"x", 0)
+
+
+def test_the_c_path_gives_the_python_path_bytes() -> None:
+    import random
+
+    from cdc_backfill.pg import tuplecsv
+
+    if tuplecsv._tuple_csv_c is None:
+        pytest.skip("the C extension is not built here")
+    rng = random.Random(3)
+    alphabet = [b"a", b'"', b",", b"\n", b"\r", b"\\", b"\x00", "é".encode(), b" "]
+    for _ in range(2000):
+        values: list[bytes | str | None] = []
+        for _ in range(rng.randint(0, 8)):
+            r = rng.random()
+            values.append(
+                None
+                if r < 0.15
+                else "u"
+                if r < 0.25
+                else b"".join(rng.choices(alphabet, k=rng.randint(0, 6)))
+            )
+        buf = b"ab" + tuple_data(values) + b"z"
+        keys = tuple(rng.randrange(len(values)) for _ in range(rng.randint(0, 2))) if values else ()
+        assert tuplecsv._tuple_csv_c(buf, 2, keys) == tuplecsv.tuple_csv_py(buf, 2, keys)
+    for bad in (b"\x00\x02t\x00\x00\x00\x05ab", b"\x00\x01x", b"\x00"):
+        with pytest.raises(ValueError, match=r"truncated|unexpected"):
+            tuplecsv._tuple_csv_c(bad, 0, ())

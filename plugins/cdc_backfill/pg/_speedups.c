@@ -163,7 +163,7 @@ static PyObject *encode_tuple(PyObject *self, PyObject *args) {
     if (buf_put(&row, "}", 1) < 0) goto fail;
     Buf key = {0};
     if (buf_put(&key, "{", 1) < 0) { PyMem_Free(key.data); goto fail; }
-    Py_ssize_t nkey = PyTuple_GET_SIZE(key_idx);
+    Py_ssize_t nkey = key_idx ? PyTuple_GET_SIZE(key_idx) : 0;
     for (Py_ssize_t k = 0; k < nkey; k++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(key_idx, k));
         if (i < 0 || i >= ncols) { PyMem_Free(key.data); PyErr_SetString(PyExc_IndexError, "key column"); goto fail; }
@@ -189,8 +189,92 @@ truncated:
     return NULL;
 }
 
+/*
+ * tuple_csv(buf, pos, key_idx=()) -> (csv_line, unchanged, key_fields, new_pos)
+ *   one TupleData to a CSV line of its text values (pg.tuplecsv is the Python reference): a text
+ *   value quoted (quotes doubled), NULL and an unchanged TOAST value an empty field; unchanged: the
+ *   indexes of the latter; key_fields: the fields at key_idx as the line has them.
+ */
+static PyObject *tuple_csv(PyObject *self, PyObject *args) {
+    const unsigned char *buf;
+    Py_ssize_t buflen, pos;
+    PyObject *key_idx = NULL;
+    if (!PyArg_ParseTuple(args, "y#n|O!", &buf, &buflen, &pos, &PyTuple_Type, &key_idx)) return NULL;
+    if (pos < 0 || pos + 2 > buflen) goto truncated;
+    int ncols = (int16_t)((buf[pos] << 8) | buf[pos + 1]);
+    pos += 2;
+    if (ncols < 0) goto truncated;
+    Buf line = {NULL, 0, 0};
+    Py_ssize_t *start = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (ncols ? ncols : 1));
+    PyObject *unchanged = PyList_New(0);
+    if (!start || !unchanged) { PyErr_NoMemory(); goto fail; }
+    for (int i = 0; i < ncols; i++) {
+        if (i && buf_put(&line, ",", 1) < 0) goto fail;
+        if (pos >= buflen) goto truncated_fail;
+        unsigned char kind = buf[pos];
+        start[2 * i] = line.len;
+        if (kind == 't') {
+            if (pos + 5 > buflen) goto truncated_fail;
+            int32_t n = be32(buf + pos + 1);
+            if (n < 0 || pos + 5 + n > buflen) goto truncated_fail;
+            const unsigned char *v = buf + pos + 5;
+            if (buf_reserve(&line, 2 * (Py_ssize_t)n + 2) < 0) goto fail;
+            char *o = line.data + line.len;
+            *o++ = '"';
+            for (int32_t j = 0; j < n; j++) {
+                if (v[j] == '"') *o++ = '"';
+                *o++ = (char)v[j];
+            }
+            *o++ = '"';
+            line.len = o - line.data;
+            pos += 5 + n;
+        } else if (kind == 'n') {
+            pos += 1;
+        } else if (kind == 'u') {
+            PyObject *idx = PyLong_FromLong(i);
+            if (!idx || PyList_Append(unchanged, idx) < 0) { Py_XDECREF(idx); goto fail; }
+            Py_DECREF(idx);
+            pos += 1;
+        } else {
+            PyErr_Format(PyExc_ValueError, "unexpected tuple data kind %d", (int)kind);
+            goto fail;
+        }
+        start[2 * i + 1] = line.len;
+    }
+    if (buf_put(&line, "\n", 1) < 0) goto fail;
+    Py_ssize_t nkey = key_idx ? PyTuple_GET_SIZE(key_idx) : 0;
+    PyObject *key = PyTuple_New(nkey);
+    if (!key) goto fail;
+    for (Py_ssize_t k = 0; k < nkey; k++) {
+        long i = PyLong_AsLong(PyTuple_GET_ITEM(key_idx, k));
+        if (i < 0 || i >= ncols) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "key index out of the tuple");
+            Py_DECREF(key);
+            goto fail;
+        }
+        PyObject *f = PyBytes_FromStringAndSize(line.data + start[2 * i], start[2 * i + 1] - start[2 * i]);
+        if (!f) { Py_DECREF(key); goto fail; }
+        PyTuple_SET_ITEM(key, k, f);
+    }
+    PyObject *out = Py_BuildValue("(y#NNn)", line.data, line.len, unchanged, key, pos);
+    PyMem_Free(start);
+    PyMem_Free(line.data);
+    return out;
+truncated_fail:
+    PyErr_SetString(PyExc_ValueError, "truncated tuple data");
+fail:
+    PyMem_Free(start);
+    PyMem_Free(line.data);
+    Py_XDECREF(unchanged);
+    return NULL;
+truncated:
+    PyErr_SetString(PyExc_ValueError, "truncated tuple data");
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"encode_tuple", encode_tuple, METH_VARARGS, "pgoutput TupleData to (row JSON, key JSON, new position)"},
+    {"tuple_csv", tuple_csv, METH_VARARGS, "pgoutput TupleData to (CSV line, unchanged, key fields, new position)"},
     {NULL, NULL, 0, NULL},
 };
 

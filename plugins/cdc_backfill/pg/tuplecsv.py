@@ -1,6 +1,10 @@
 """One pgoutput TupleData to a CSV line of its text values (``pg.csvtext`` reads it into lake types):
 what the capture will land into the typed event log. The columns the server did not send (an
-unchanged TOAST value, kind ``u``) come back by index: their field is empty and their value stays."""
+unchanged TOAST value, kind ``u``) come back by index: their field is empty and their value stays.
+
+``tuple_csv`` is the C version (``_speedups.c``) when it is built, else :func:`tuple_csv_py`, the
+reference both are tested against; an unknown kind or a truncated tuple is a ``ValueError`` in both
+(``ProtocolError`` is one)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
-def tuple_csv(
+def tuple_csv_py(
     buf: bytes, pos: int, key_idx: tuple[int, ...] = ()
 ) -> tuple[bytes, list[int], tuple[bytes, ...], int]:
     """(CSV line, indexes of unchanged columns, the fields at ``key_idx``, position after the tuple) of
@@ -39,3 +43,11 @@ def tuple_csv(
         else:
             raise ProtocolError(f"unexpected tuple data kind {kind!r}")
     return b",".join(fields) + b"\n", unchanged, tuple(fields[i] for i in key_idx), pos
+
+
+try:
+    from cdc_backfill.pg._speedups import tuple_csv as _tuple_csv_c
+except ImportError:  # no compiler where the package was installed: the Python path, same results
+    _tuple_csv_c = None
+
+tuple_csv = _tuple_csv_c or tuple_csv_py
