@@ -71,3 +71,20 @@ def test_files_of_a_roll_that_never_wrote_its_manifest_are_removed(
     assert len(log_files(tmp_path, "public.orders")) == 2  # the file landed, its manifest did not
     LogWriter(tmp_path, "capture")  # the next start
     assert len(log_files(tmp_path, "public.orders")) == 1 and landed_log_position(tmp_path) == (200, 21)
+
+
+def test_events_out_of_position_order_land_sorted_and_the_manifest_has_the_greatest(tmp_path: Path) -> None:
+    writer = LogWriter(tmp_path, "ingest:a.json")
+    orders = describe(tmp_path, "public.orders", ORDERS, ["id"])
+    for position, key in (((300, 1), b"3"), ((100, 1), b"1"), ((200, 1), b"2")):
+        writer.write("public.orders", orders, "c", position, [key, b"1.00", b"x"])
+    writer.roll()
+    (path,) = log_files(tmp_path, "public.orders")
+    table = pq.read_table(path)
+    assert [position_of_key(k) for k in table.column("_cdc_position").to_pylist()] == [
+        (100, 1),
+        (200, 1),
+        (300, 1),
+    ]
+    assert table.column("id").to_pylist() == [1, 2, 3] and table.column("_cdc_line").to_pylist() == [2, 3, 1]
+    assert landed_log_position(tmp_path) == (300, 1)

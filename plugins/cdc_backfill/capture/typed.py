@@ -55,7 +55,7 @@ class TypedPostgresCapture(PostgresCapture):
             return
         self.writer.write_row(
             rel.collection, self._versions[rel.collection], op, position, line, st.ts_ms,
-            [rel.names[i] for i in unchanged] or None,
+            [rel.names[i] for i in unchanged] if unchanged else None,
         )  # fmt: skip
         self.stats.events += 1
 

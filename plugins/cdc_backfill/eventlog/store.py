@@ -35,13 +35,16 @@ def describe(landing: Path, collection: str, columns: Sequence[PgColumn], key: S
     return version
 
 
-def write_events(landing: Path, collection: str, version: LogVersion, events: pa.Table) -> Path | None:
+def write_events(
+    landing: Path, collection: str, version: LogVersion, events: pa.Table, in_order: bool = False
+) -> Path | None:
     """One log file of events in ``version``'s schema, named by its first and last position; None for
-    no events. Its rows are written in position order."""
+    no events. Its rows are written in position order (``in_order``: they already are)."""
     if events.num_rows == 0:
         return None
     table = events.select(version.arrow_schema().names).cast(version.arrow_schema())
-    table = table.sort_by(POSITION)
+    if not in_order:
+        table = table.sort_by(POSITION)
     span = pc.min_max(table.column(POSITION))
     folder = log_version_dir(landing, collection, version.version)
     folder.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from cdc_backfill.eventlog.buffers import (
+    char_array,
+    int64_array,
+    line_array,
+    names_array,
+    position_key_array,
+    repeated_string,
+)
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
 from cdc_backfill.eventlog.store import write_events
 from cdc_backfill.events.positions import position_key
@@ -32,10 +40,11 @@ log = logging.getLogger(__name__)
 class _Buffer:
     version: LogVersion
     rows: list[bytes] = field(default_factory=list)
-    positions: list[bytes] = field(default_factory=list)
-    ops: list[str] = field(default_factory=list)
+    positions: list[tuple[int, ...]] = field(default_factory=list)  # keys made at the roll, in one call
+    ops: bytearray = field(default_factory=bytearray)
     ts_ms: list[int | None] = field(default_factory=list)
     unchanged: list[list[str] | None] = field(default_factory=list)
+    in_order: bool = True  # positions came in ascending order (a capture's do): no sort at the roll
 
 
 def landed_log_position(landing: Path) -> tuple[int, ...]:
@@ -116,19 +125,22 @@ class LogWriter:
     ) -> None:
         """``write`` with the values already a CSV line (``pg.tuplecsv``: the capture's hot path)."""
         buf = self._buffers.get(collection)
-        if buf is None or buf.version != version:
+        if buf is None or (buf.version is not version and buf.version != version):
             if buf is not None and buf.rows:
                 raise ValueError(f"{collection} changed its columns inside a roll: roll first")
             buf = self._buffers[collection] = _Buffer(version)
         if not self._events and not self._moved:
             self._opened_at = time.monotonic()
         buf.rows.append(line)
-        buf.positions.append(position_key(position))
-        buf.ops.append(op)
+        buf.positions.append(position)
+        buf.ops += op.encode()
         buf.ts_ms.append(ts_ms)
         buf.unchanged.append(unchanged)
         self._events += 1
-        self._last = position
+        if position >= self._last:
+            self._last = position
+        else:
+            buf.in_order = False  # sorted at the roll
 
     def advance(self, position: tuple[int, ...]) -> None:
         """The stream reached ``position`` without an event to land (a logical decoding message, such as
@@ -164,7 +176,7 @@ class LogWriter:
         for collection, buf in self._buffers.items():
             if not buf.rows:
                 continue
-            path = write_events(self.landing, collection, buf.version, self._table(buf))
+            path = write_events(self.landing, collection, buf.version, self._table(buf), buf.in_order)
             if path is not None:
                 files.append(path.relative_to(root).as_posix())
         manifest = {"files": files, "position": list(self._last), "events": self._events}
@@ -190,13 +202,15 @@ class LogWriter:
     def _table(self, buf: _Buffer) -> pa.Table:
         rows = text_table(b"".join(buf.rows), buf.version.columns)
         n = rows.num_rows
+        if len(buf.ops) != n:  # ops are one byte each: c, u, d, r, t
+            raise ValueError(f"{len(buf.ops)} op bytes for {n} events: an op is one of c, u, d, r, t")
         meta = pa.table({
-            POSITION: pa.array(buf.positions, pa.binary()),
-            OP: pa.array(buf.ops, pa.string()),
-            TS_MS: pa.array(buf.ts_ms, pa.int64()),
-            UNCHANGED: pa.array(buf.unchanged, pa.list_(pa.string())),
-            ORIGIN: pa.array([self.origin] * n, pa.string()),
-            LINE: pa.array(range(1, n + 1), pa.int64()),
+            POSITION: position_key_array(buf.positions),
+            OP: char_array(bytes(buf.ops)),
+            TS_MS: int64_array(buf.ts_ms),
+            UNCHANGED: names_array(buf.unchanged),
+            ORIGIN: repeated_string(self.origin, n),
+            LINE: line_array(n),
         })  # fmt: skip
         for name in rows.column_names:
             meta = meta.append_column(name, rows.column(name))

@@ -272,9 +272,70 @@ truncated:
     return NULL;
 }
 
+/*
+ * position_keys(positions) -> (data, offsets) or None
+ *   events.positions.position_key of each tuple of non-negative ints, concatenated, and the int32
+ *   offsets of the keys (n + 1 of them): the buffers of an Arrow binary array. None when an element
+ *   does not fit in 64 bits (the Python path then builds them); a negative element is a ValueError.
+ */
+static PyObject *position_keys(PyObject *self, PyObject *arg) {
+    if (!PyList_Check(arg)) { PyErr_SetString(PyExc_TypeError, "positions must be a list"); return NULL; }
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    Buf data = {NULL, 0, 0};
+    Buf offsets = {NULL, 0, 0};
+    int32_t zero = 0;
+    if (buf_put(&offsets, (const char *)&zero, 4) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pos = PyList_GET_ITEM(arg, i);
+        if (!PyTuple_Check(pos)) { PyErr_SetString(PyExc_TypeError, "a position must be a tuple"); goto fail; }
+        Py_ssize_t m = PyTuple_GET_SIZE(pos);
+        if (buf_reserve(&data, 9 * m) < 0) goto fail;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            PyObject *v = PyTuple_GET_ITEM(pos, j);
+            if (!PyLong_Check(v)) { PyErr_SetString(PyExc_TypeError, "a position element must be an int"); goto fail; }
+            int overflow = 0;
+            long long sv = PyLong_AsLongLongAndOverflow(v, &overflow);
+            unsigned long long u;
+            if (overflow < 0 || (!overflow && sv < 0)) {
+                PyErr_SetString(PyExc_ValueError, "a position element is negative");
+                goto fail;
+            } else if (overflow > 0) {
+                u = PyLong_AsUnsignedLongLong(v);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) {  /* beyond 64 bits */
+                    PyErr_Clear();
+                    PyMem_Free(data.data);
+                    PyMem_Free(offsets.data);
+                    Py_RETURN_NONE;
+                }
+            } else {
+                if (sv == -1 && PyErr_Occurred()) goto fail;
+                u = (unsigned long long)sv;
+            }
+            int size = 0;
+            for (unsigned long long t = u; t; t >>= 8) size++;
+            char *o = data.data + data.len;
+            *o++ = (char)size;
+            for (int k = size - 1; k >= 0; k--) *o++ = (char)((u >> (8 * k)) & 0xff);
+            data.len = o - data.data;
+        }
+        if (data.len > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "position keys beyond 2 GiB"); goto fail; }
+        int32_t end = (int32_t)data.len;
+        if (buf_put(&offsets, (const char *)&end, 4) < 0) goto fail;
+    }
+    PyObject *out = Py_BuildValue("(y#y#)", data.data ? data.data : "", data.len, offsets.data, offsets.len);
+    PyMem_Free(data.data);
+    PyMem_Free(offsets.data);
+    return out;
+fail:
+    PyMem_Free(data.data);
+    PyMem_Free(offsets.data);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"encode_tuple", encode_tuple, METH_VARARGS, "pgoutput TupleData to (row JSON, key JSON, new position)"},
     {"tuple_csv", tuple_csv, METH_VARARGS, "pgoutput TupleData to (CSV line, unchanged, key fields, new position)"},
+    {"position_keys", position_keys, METH_O, "position_key of each position: (data, int32 offsets) or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,95 @@
+"""Arrow columns of a roll built from buffers: no Python object per value on the way, and no
+``pa.array(list)``, whose first call imports pandas (0.6 s at the start of every capture).
+
+``position_keys`` is the C version (``pg._speedups``) when it is built, else :func:`position_keys_py`,
+the reference both are tested against.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from itertools import accumulate
+
+import pyarrow as pa
+
+from cdc_backfill.events.positions import position_key
+
+try:
+    from cdc_backfill.pg._speedups import position_keys as _position_keys_c
+except ImportError:  # no compiler where the package was installed: the Python path, same bytes
+    _position_keys_c = None
+
+
+def position_keys_py(positions: list[tuple[int, ...]]) -> tuple[bytes, bytes]:
+    """``position_key`` of each position, concatenated, and the keys' int32 offsets (n + 1)."""
+    keys = [position_key(p) for p in positions]
+    offsets = array("i", accumulate((len(k) for k in keys), initial=0))
+    return b"".join(keys), offsets.tobytes()
+
+
+def position_key_array(positions: list[tuple[int, ...]]) -> pa.Array:
+    """The positions as the log's ``_cdc_position`` column."""
+    built = _position_keys_c(positions) if _position_keys_c is not None else None
+    data, offsets = built if built is not None else position_keys_py(positions)  # None: beyond 64 bits
+    return pa.Array.from_buffers(
+        pa.binary(), len(positions), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def char_array(chars: bytes) -> pa.Array:
+    """One-character strings (the ops ``c``, ``u``, ``d``...) from their bytes."""
+    offsets = array("i", range(len(chars) + 1))
+    return pa.Array.from_buffers(pa.string(), len(chars), [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+
+
+def repeated_string(value: str, n: int) -> pa.Array:
+    """``value`` n times (the origin of every event of a roll)."""
+    data = value.encode()
+    offsets = array("i", range(0, len(data) * (n + 1), len(data))) if data else array("i", bytes(4 * (n + 1)))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def int64_array(values: Sequence[int | None]) -> pa.Array:
+    """int64 values, None as null."""
+    n = len(values)
+    if None not in values:
+        return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(array("q", values))])
+    valid = bytearray((n + 7) // 8)
+    for i, v in enumerate(values):
+        if v is not None:
+            valid[i >> 3] |= 1 << (i & 7)
+    data = array("q", (0 if v is None else v for v in values))
+    return pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(valid), pa.py_buffer(data)])
+
+
+def line_array(n: int) -> pa.Array:
+    """1 … n as int64: each event's order in its file."""
+    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(array("q", range(1, n + 1)))])
+
+
+def string_array(values: Sequence[str]) -> pa.Array:
+    """Strings, none null."""
+    data = [v.encode() for v in values]
+    offsets = array("i", accumulate((len(d) for d in data), initial=0))
+    return pa.Array.from_buffers(
+        pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    )
+
+
+def names_array(lists: list[list[str] | None]) -> pa.Array:
+    """Lists of column names (the unchanged columns), None as null."""
+    n = len(lists)
+    if all(v is None for v in lists):
+        return pa.nulls(n, pa.list_(pa.string()))
+    valid = bytearray((n + 7) // 8)
+    offsets = array("i", [0])
+    names: list[str] = []
+    for i, v in enumerate(lists):
+        if v is not None:
+            valid[i >> 3] |= 1 << (i & 7)
+            names.extend(v)
+        offsets.append(len(names))
+    return pa.Array.from_buffers(
+        pa.list_(pa.string()), n, [pa.py_buffer(valid), pa.py_buffer(offsets)], children=[string_array(names)]
+    )
