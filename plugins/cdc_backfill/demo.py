@@ -120,9 +120,9 @@ class Capturer:
     """Drains the change stream again and again in a thread, as a deployed capture would follow it."""
 
     def __init__(self, url: str, landing: Path) -> None:
-        from cdc_backfill.capture.postgres import PostgresCapture
+        from cdc_backfill.capture.typed import TypedPostgresCapture
 
-        self.capture = PostgresCapture(url, landing)
+        self.capture = TypedPostgresCapture(url, landing)
         self.drains = 0
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
@@ -382,7 +382,7 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     console.print(table)
     (folder / "summary.json").write_text(json.dumps(f.__dict__, indent=2, default=str))
     console.print(
-        f"\nArtifacts: {folder} (landing/: stream and READ chunks, state/: versions and run summaries, "
+        f"\nArtifacts: {folder} (landing/: the typed event log and READ chunks, state/: versions and run summaries, "
         "demo.log: every chunk's steps)\nNext:"
     )
     with_make = (Path.cwd() / "Makefile").is_file() and Path.cwd() == project_root()

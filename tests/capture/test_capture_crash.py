@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.capture.postgres import CRASH_ENV, PostgresCapture
-from tests.support.capture import capture_cmd, landed_events, run_capture
+from tests.support.capture import capture_cmd, landed_creates, run_capture
 from tests.support.pg import sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.pg, pytest.mark.slow]
 ROWS = 300_000
 
 
-def _ids(landing: Path, collection: str = "public.big") -> Counter[int]:
-    return Counter(e.key["id"] for e in landed_events(landing) if e.collection == collection and e.op == "c")
+def _ids(landing: Path, collection: str = "public.big", fmt: str = "json") -> Counter[int]:
+    return Counter(r["id"] for r in landed_creates(landing, collection, fmt))
 
 
 def _slot_active(url: str) -> bool:
@@ -73,32 +73,36 @@ def test_kill_in_the_middle_of_a_large_transaction(fresh_db: str, tmp_path: Path
     assert _ids(landing, "public.small") == Counter({2: 1})
 
 
+@pytest.mark.parametrize("fmt", ["log", "json"])
 @pytest.mark.parametrize("step", ["after-rename", "after-commit"])
-def test_kill_between_landing_and_confirming(fresh_db: str, tmp_path: Path, step: str) -> None:
+def test_kill_between_landing_and_confirming(fresh_db: str, tmp_path: Path, step: str, fmt: str) -> None:
     sql(fresh_db, "CREATE TABLE big (id int PRIMARY KEY, v text)")
     landing = tmp_path / "landing"
-    PostgresCapture(fresh_db, landing).run()
+    assert run_capture(fresh_db, landing, fmt=fmt).returncode == 0
     for start in range(0, 3000, 1000):  # three transactions
         sql(fresh_db, f"INSERT INTO big SELECT i, 'x' FROM generate_series({start + 1}, {start + 1000}) i")
-    crashed = run_capture(fresh_db, landing, env={CRASH_ENV: step})
+    crashed = run_capture(fresh_db, landing, env={CRASH_ENV: step}, fmt=fmt)
     assert crashed.returncode == -signal.SIGKILL
-    landed_before = sum(_ids(landing).values())
+    landed_before = sum(_ids(landing, fmt=fmt).values())
     if step == "after-rename":
         assert landed_before == 3000  # the file is durable; the server was never told
-    res = run_capture(fresh_db, landing)
+    res = run_capture(fresh_db, landing, fmt=fmt)
     assert res.returncode == 0, res.stderr
-    ids = _ids(landing)
+    ids = _ids(landing, fmt=fmt)
     assert len(ids) == 3000
     assert set(ids.values()) == {1}  # sent again by the server, skipped by position: no duplicates
     if step == "after-rename":
         assert "3000 already landed skipped" in res.stdout
 
 
-def test_follow_stops_cleanly_on_sigterm(fresh_db: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["log", "json"])
+def test_follow_stops_cleanly_on_sigterm(fresh_db: str, tmp_path: Path, fmt: str) -> None:
     sql(fresh_db, "CREATE TABLE f (id int PRIMARY KEY)")
     landing = tmp_path / "landing"
-    PostgresCapture(fresh_db, landing).run()
-    proc = subprocess.Popen(capture_cmd(fresh_db, landing, "--follow"), stdout=subprocess.PIPE, text=True)
+    assert run_capture(fresh_db, landing, fmt=fmt).returncode == 0
+    proc = subprocess.Popen(
+        capture_cmd(fresh_db, landing, "--follow", fmt=fmt), stdout=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while not _slot_active(fresh_db):
         assert time.monotonic() < deadline
@@ -110,6 +114,6 @@ def test_follow_stops_cleanly_on_sigterm(fresh_db: str, tmp_path: Path) -> None:
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert "events landed" in out
-    assert len(_ids(landing, "public.f")) == 500  # finished and confirmed on the way out
-    res = run_capture(fresh_db, landing)
+    assert len(_ids(landing, "public.f", fmt)) == 500  # finished and confirmed on the way out
+    res = run_capture(fresh_db, landing, fmt=fmt)
     assert ", 0 events landed" in res.stdout  # nothing left to land: the stop confirmed everything

@@ -110,9 +110,9 @@ def test_the_cli_lands_the_log_when_asked(fresh_db: str, tmp_path: Path) -> None
 
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)")
     landing = tmp_path / "landing"
-    assert run_capture(fresh_db, landing, "--format", "log").returncode == 0
+    assert run_capture(fresh_db, landing, fmt="log").returncode == 0
     sql(fresh_db, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
-    done = run_capture(fresh_db, landing, "--format", "log")
+    done = run_capture(fresh_db, landing, fmt="log")
     assert done.returncode == 0, done.stderr
     assert [r["id"] for r in rows(landing, "public.t")] == [1, 2]
     assert not (landing / "stream").exists()

@@ -22,7 +22,28 @@ def landed_events(landing: Path) -> list[ChangeEvent]:
     return events
 
 
-def capture_cmd(url: str, landing: Path, *extra: str) -> list[str]:
+def landed_creates(landing: Path, collection: str, fmt: str) -> list[dict]:  # type: ignore[type-arg]
+    """The rows of every create landed for the collection (JSON lines, or log files a manifest names)."""
+    if fmt == "json":
+        return [e.after for e in landed_events(landing) if e.collection == collection and e.op == "c"]  # type: ignore[misc]
+    import json
+
+    import pyarrow.parquet as pq
+
+    from cdc_backfill.layout import LOG_DIR, rolls_dir
+
+    named = [
+        f for m in sorted(rolls_dir(landing).glob("r*.json")) for f in json.loads(m.read_text())["files"]
+    ]
+    rows = []
+    for f in named:
+        if f.startswith(f"{collection}/"):
+            rows += [r for r in pq.read_table(Path(landing) / LOG_DIR / f).to_pylist() if r["_cdc_op"] == "c"]
+    return rows
+
+
+def capture_cmd(url: str, landing: Path, *extra: str, fmt: str = "json") -> list[str]:
+    """``capture postgres`` as a user types it; ``fmt`` the landing format (``--format``)."""
     return [
         sys.executable,
         "-m",
@@ -33,15 +54,17 @@ def capture_cmd(url: str, landing: Path, *extra: str) -> list[str]:
         url,
         "--landing",
         str(landing),
+        "--format",
+        fmt,
         *extra,
     ]
 
 
 def run_capture(
-    url: str, landing: Path, *extra: str, env: dict[str, str] | None = None
+    url: str, landing: Path, *extra: str, env: dict[str, str] | None = None, fmt: str = "json"
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        capture_cmd(url, landing, "--drain", *extra),
+        capture_cmd(url, landing, "--drain", *extra, fmt=fmt),
         capture_output=True,
         text=True,
         timeout=300,

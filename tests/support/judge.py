@@ -11,7 +11,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
+from cdc_backfill.eventlog.store import log_files
 from cdc_backfill.events import parse_file
+from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.names import collection_name, split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn
@@ -83,6 +85,31 @@ def stream_changes(
     return changes
 
 
+def log_changes(
+    landing: Path, types: dict[str, dict[str, PgColumn]], keys: dict[str, list[str]]
+) -> list[Change]:
+    """The typed log's events of the collections and of the signal collection, as the reference reads them."""
+    changes = []
+    for coll in [SIGNAL, *types]:
+        for f in log_files(landing, coll):
+            for r in pq.read_table(f).to_pylist():
+                position = position_of_key(r["_cdc_position"])
+                op = r["_cdc_op"]
+                row = {k: v for k, v in r.items() if not k.startswith("_cdc_")}
+                if coll == SIGNAL:
+                    changes.append(Change(coll, op, (row["id"],), row, position, window_id=row["id"]))
+                elif op == "t":
+                    changes.append(Change(coll, op, None, None, position))
+                else:
+                    row = {k: from_arrow(types[coll][k], v) for k, v in row.items()}
+                    after = None if op == "d" else row
+                    unchanged = tuple(r["_cdc_unchanged"] or ())
+                    changes.append(
+                        Change(coll, op, tuple(row[k] for k in keys[coll]), after, position, unchanged)
+                    )
+    return changes
+
+
 def read_rows(landing: Path, collection: str, types: dict[str, PgColumn], key: list[str]) -> list[ReadRow]:
     rows = []
     for f in sorted((landing / "snapshots" / collection).glob("*.parquet")):
@@ -102,7 +129,7 @@ def judge(url: str, landing: Path, collections: list[str]) -> tuple[Result, dict
         cols, pk = columns_of(url, coll)
         types[coll] = {c.name: c for c in cols}
         keys[coll] = pk
-    changes = stream_changes(landing, types, keys)
+    changes = stream_changes(landing, types, keys) + log_changes(landing, types, keys)  # either landing
     reads = [r for coll in collections for r in read_rows(landing, coll, types[coll], keys[coll])]
     result = reconcile(changes, reads, signal_collection=SIGNAL)
     source = {coll: source_state(url, coll, keys[coll]) for coll in collections}

@@ -221,9 +221,10 @@ class CdcSourceHook(BaseHook):
         publication: str | None = None,
         collections: list[str] | None = None,
     ) -> Any:
-        from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT, PostgresCapture
+        from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT
+        from cdc_backfill.capture.typed import TypedPostgresCapture
 
-        return PostgresCapture(
+        return TypedPostgresCapture(
             self.require_source_url(),
             Path(landing),
             slot=slot or DEFAULT_SLOT,

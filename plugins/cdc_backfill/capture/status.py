@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.publication import DEFAULT_SLOT, CaptureError
 from cdc_backfill.config import mask_url, source_engine
-from cdc_backfill.layout import capture_stream_files
+from cdc_backfill.layout import capture_log_files, capture_stream_files
 
 
 def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> dict[str, Any]:
@@ -42,12 +42,14 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
             lag_bytes=row.lag,
         )
     if landing is not None:
-        files = capture_stream_files(Path(landing))
+        stream = capture_stream_files(Path(landing))
+        files = stream + capture_log_files(Path(landing))  # JSON lines or the typed log, or both
+        newest = max(files, key=lambda f: f.stat().st_mtime, default=None)
         commit, lsn = landed_position(Path(landing))
         out.update(
             files=len(files),
             bytes=sum(f.stat().st_size for f in files),
-            last_file=files[-1].name if files else None,
+            last_file=newest.name if newest else None,
             landed_position=[commit, lsn],
         )
     return out

@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.lines import RelInfo, TxnState
 from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.eventlog.schema import LogVersion
@@ -39,7 +40,9 @@ class TypedPostgresCapture(PostgresCapture):
         return LogWriter(Path(self.landing), f"capture:{self.slot}", max(1, roll_bytes // 100), roll_seconds)
 
     def _landed(self) -> tuple[int, ...]:
-        return landed_log_position(self.landing) or (0, 0)
+        # JSON lines landed earlier by this slot count too: a landing switched to the log goes on from
+        # where the JSON stopped, and the reconcile reads both
+        return max(landed_log_position(self.landing), landed_position(self.landing))
 
     def _describe(self, coll: str, key_names: list[str], rel: pgoutput.Relation, types: list[str]) -> None:
         columns = [PgColumn(c.name, t, c.type_oid) for c, t in zip(rel.columns, types, strict=True)]

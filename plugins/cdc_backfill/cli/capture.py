@@ -104,9 +104,9 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     pg.add_argument("--signal-table", metavar="SCHEMA.TABLE", help="the signal table (always captured)")
     pg.add_argument(
         "--format",
-        choices=("json", "log"),
-        default="json",
-        help="land JSON lines in stream/ (default) or the typed event log in log/ (DESIGN.md 5.0)",
+        choices=("log", "json"),
+        default="log",
+        help="land the typed event log in log/ (default, DESIGN.md 5.0) or JSON lines in stream/ (the earlier format)",
     )
     pg.add_argument("--roll-mb", type=float, default=64, help="finish a file at this size (default 64)")
     pg.add_argument("--roll-seconds", type=float, default=30, help="or at this age (default 30)")

@@ -33,6 +33,7 @@ from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 from cdc_backfill.spark.landing import PARSED_SCHEMA, events_only
 from cdc_backfill.spark.logrows import (
     STREAM_COLUMNS,
+    LandedLog,
     as_log_rows,
     as_signal_rows,
     collection_log_files,
@@ -94,7 +95,7 @@ def reconcile_landing(
         groups[rest] = groups.get(rest, [])
     summary: dict[str, Any] = {"events": 0, "quarantined": 0, "stream_files": len(files), "collections": {}}
     counts: dict[str, int] = defaultdict(int)
-    manifests: dict[tuple[int, ...] | None, list[str]] = {}
+    manifests: dict[tuple[int, ...] | None, LandedLog] = {}
     for new_files, group in groups.items():
         if new_files:
             log.info("reading %d new stream files", len(new_files))
@@ -132,7 +133,7 @@ def reconcile_landing(
             if since not in manifests:
                 manifests[since] = landed_log_files(landing, since)
             rows, signals = run_rows(
-                spark, landing, r, events, columns, key, signal_collection, manifests[since]
+                spark, landing, r, events, columns, key, signal_collection, manifests[since].files
             )
             frames = read_run(spark, r, columns, key, signal_collection)
             result = reconcile_run(r, rows, signals, frames, columns, key)
@@ -149,6 +150,8 @@ def reconcile_landing(
             # released before the next collection: in a long-lived session they would fill the memory
             result.release()
         del parsed, events
+    # the log's events read (the JSON's are counted at the parse): the run that read the most
+    summary["events"] += max((m.events for m in manifests.values()), default=0)
     if scope is None:
         record = record.updated(unchecked, counts, typed)
         if record != read_unapplied(state_dir):
