@@ -25,6 +25,9 @@ LOG_SCHEMA = "_schema.json"
 ROLLS_DIR = "_rolls"
 SNAPSHOT_DIR = "snapshots"
 SCHEMA_DIR = "_schemas"
+STAGING_DIR = "_staging"  # <landing>/log/_staging/<run>/: what an ingest's Spark job writes before naming it
+QUARANTINE_DIR = "_quarantine"  # <landing>/_quarantine/ingest-<run>/: records an ingest could not read
+INGESTED_DIR = "_ingested"  # <landing>/_ingested/stream/: the landing's JSON files, once in the log
 
 STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")  # stream files of any capture
 _STREAM_FILE_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})\.jsonl$")
@@ -60,6 +63,12 @@ def capture_stream_files(landing: Path) -> list[Path]:
     return sorted(p for p in files if stream_file_position(p.name) is not None)
 
 
+def capture_log_files(landing: Path) -> list[Path]:
+    """The typed log's finished files, every collection and version."""
+    root = Path(landing) / LOG_DIR
+    return sorted(root.glob("*/v*/p*.parquet")) if root.is_dir() else []
+
+
 def log_dir(landing: Path, collection: str) -> Path:
     """A collection's typed event log (DESIGN.md §5.0)."""
     return Path(landing) / LOG_DIR / collection
@@ -87,6 +96,33 @@ def roll_manifest_name(last: bytes) -> str:
 def log_file_name(first: bytes, last: bytes) -> str:
     """A log file named by the position keys of its first and last event: hex keeps their byte order."""
     return f"p{first.hex()}-{last.hex()}.parquet"
+
+
+def ingest_file_name(first: bytes, last: bytes, run: str, n: int) -> str:
+    """A log file an ingest wrote: as a capture's, then the ingest run and the file's number in it."""
+    return f"p{first.hex()}-{last.hex()}-i{run}-{n:05d}.parquet"
+
+
+def ingest_manifest_name(last: bytes, run: str) -> str:
+    """An ingest's roll manifest: as a capture's, then the run (two runs may end at one position)."""
+    return f"r{last.hex()}-i{run}.json"
+
+
+def is_ingest_file(name: str) -> bool:
+    """A log file or manifest an ingest wrote (a capture leaves those to the ingest that wrote them)."""
+    return "-i" in name
+
+
+def staging_dir(landing: Path) -> Path:
+    return Path(landing) / LOG_DIR / STAGING_DIR
+
+
+def quarantine_dir(landing: Path) -> Path:
+    return Path(landing) / QUARANTINE_DIR
+
+
+def ingested_stream_dir(landing: Path) -> Path:
+    return Path(landing) / INGESTED_DIR / STREAM_DIR
 
 
 def snapshot_dir(landing: Path, collection: str) -> Path:

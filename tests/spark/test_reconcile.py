@@ -9,13 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.landing import events_only, landing_events
 from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
 from cdc_backfill.spark.reconcile import reconcile_collection
 from tests.support.judge import assert_consistent, columns_of, keyed_state, source_state
-from tests.support.pg import InWindow, drain, send
-from tests.support.workload import Writers, seed
+from tests.support.pg import snapshot_under_writers
+from tests.support.workload import seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 
@@ -36,14 +35,7 @@ def test_spark_state_equals_the_source_after_a_concurrent_snapshot(
 ) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=600, lines=600)
     landing = tmp_path / "landing"
-    drain(fresh_db, landing)
-    writers = Writers(fresh_db, seed_value=11).start()
-    try:
-        send(fresh_db, *[t.replace(".", "\\.") for t in TABLES], chunk_size=41)
-        SnapshotEngine(fresh_db, landing, readers=2, window_hook=InWindow(fresh_db)).run()
-    finally:
-        writers.stop()
-    drain(fresh_db, landing)
+    snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=41, seed_value=11, format="json")
     reference = assert_consistent(fresh_db, landing, TABLES)  # the judge first: the inputs are right
     assert reference.reads_dropped > 0
     for coll in TABLES:

@@ -1,4 +1,4 @@
-"""Every rule of DESIGN.md §6 on hand-made streams, in every input format, through the reconcile job's
+"""Every rule of DESIGN.md §6 on hand-made streams, in every input format, through `ingest` and the reconcile job's
 own run loop on local Spark: READs dropped inside their window and kept outside it, a READ waiting
 for its window, key changes, truncates, TOAST, tombstones, insert/delete watermarks, duplicate and
 out-of-order landing files; and incremental runs over any split of the stream equal one full run."""
@@ -15,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cdc_backfill.ingest.columns import ColumnSources
+from cdc_backfill.spark.ingest import ingest_landing
 from cdc_backfill.spark.job import reconcile_landing
 from tests.spark.scripts import (
     ENCODERS,
@@ -32,6 +34,8 @@ pytestmark = pytest.mark.spark
 
 
 def reconcile(spark, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """What a user runs: the new stream files into the log (``ingest``), then the reconcile."""
+    ingest_landing(spark, landing, None, ColumnSources(landing, enc.signal))
     summary = reconcile_landing(spark, landing, state, [enc.collection], enc.signal)
     return summary["collections"][enc.collection]
 

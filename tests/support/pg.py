@@ -7,6 +7,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
@@ -25,8 +26,9 @@ def sql(url: str, *statements: str) -> None:
     engine.dispose()
 
 
-def drain(url: str, landing: Path) -> None:
-    PostgresCapture(url, landing).run()
+def drain(url: str, landing: Path, format: str = "log") -> None:
+    """Land everything committed so far, as the typed log (the capture's default) or JSON lines."""
+    (TypedPostgresCapture if format == "log" else PostgresCapture)(url, landing).run()
 
 
 def send(url: str, *collections: str, **kw: object) -> str:
@@ -69,3 +71,20 @@ class InWindow:
         with self.engine.begin() as conn:
             conn.execute(sa.text(self.action), {"after": int(after[0]) if after else 0})
         self.calls += 1
+
+
+def snapshot_under_writers(
+    url: str, landing: Path, collections: list[str], chunk_size: int, seed_value: int, format: str = "log"
+) -> None:
+    """The central case: the stream drained, then a snapshot of ``collections`` (2 readers, a change
+    inside every window) while writers insert, update, delete and change keys; then drained again."""
+    from tests.support.workload import Writers
+
+    drain(url, landing, format)
+    writers = Writers(url, seed_value=seed_value).start()
+    try:
+        send(url, *[c.replace(".", "\\.") for c in collections], chunk_size=chunk_size)
+        SnapshotEngine(url, landing, readers=2, window_hook=InWindow(url)).run()
+    finally:
+        writers.stop()
+    drain(url, landing, format)

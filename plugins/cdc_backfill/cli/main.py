@@ -148,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_verify_parser(sub)
 
+    from cdc_backfill.cli.ingest import add_ingest_parser
+
+    add_ingest_parser(sub)
+
     from cdc_backfill.cli.state import add_state_parser
 
     add_state_parser(sub)

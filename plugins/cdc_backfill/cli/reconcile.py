@@ -27,9 +27,14 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     if args.print_command:
         print(shlex.join(cmd))
         return 0
-    # spark-submit merges the job's stderr into its stdout: its step lines go back to stderr, and stdout
-    # carries only the run summary (one JSON line), as a script reading it expects
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=submit_environ(args.master))
+    return submit_and_relay(cmd, submit_environ(args.master))
+
+
+def submit_and_relay(cmd: list[str], env: dict[str, str]) -> int:
+    """Run a job's spark-submit; its exit code. spark-submit merges the job's stderr into its stdout:
+    the step lines go back to stderr, and stdout carries only the run summary (one JSON line), as a
+    script reading it expects."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     summary = None
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -30,7 +30,7 @@ from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCH
 from cdc_backfill.eventlog.store import write_events
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.files import write_atomically
-from cdc_backfill.layout import LOG_DIR, roll_manifest_name, rolls_dir
+from cdc_backfill.layout import LOG_DIR, is_ingest_file, roll_manifest_name, rolls_dir
 from cdc_backfill.pg.csvtext import csv_row, text_table
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,8 @@ def remove_unlanded(landing: Path) -> list[Path]:
             named |= set(json.loads(manifest.read_text())["files"])
     gone = []
     for path in sorted(root.glob("*/v*/*")):
+        if is_ingest_file(path.name):
+            continue  # an ingest running now may be about to name it: the ingest cleans up its own
         if path.name.endswith(".part") or path.relative_to(root).as_posix() not in named:
             path.unlink()
             gone.append(path)

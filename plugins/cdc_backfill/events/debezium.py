@@ -7,6 +7,7 @@ shape with ``source.commit_lsn`` added.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,17 @@ DEBEZIUM_OPS = frozenset("cudrtm")
 _UNAVAILABLE_B64 = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
 _UNAVAILABLE_LIST = [UNAVAILABLE]
 _UNAVAILABLE_FORMS = (UNAVAILABLE, _UNAVAILABLE_LIST, _UNAVAILABLE_B64)
+
+# A record with neither a Kafka key nor key columns known for its collection: ``ingest`` parses again
+# once it has found the key (the source's catalog), so it reads the collection back from the reason.
+MISSING_KEY = "missing key for {}: no Kafka key and no key columns known for it"
+_MISSING_KEY_RE = re.compile("^" + re.escape(MISSING_KEY).replace(r"\{\}", "(.+)") + "$")
+
+
+def missing_key_collection(reason: str) -> str | None:
+    """The collection a quarantine reason says had no key; None for any other reason."""
+    m = _MISSING_KEY_RE.match(reason)
+    return m.group(1) if m else None
 
 
 def unwrap(part: Any) -> tuple[dict[str, Any] | None, Any]:
@@ -212,7 +224,7 @@ def parse_debezium(
     elif key_columns and coll in key_columns:
         key = _key_from_row(after if after is not None else before, key_columns[coll])
     else:
-        raise ParseError(f"missing key for {coll}: no Kafka key and no key columns known for it")
+        raise ParseError(MISSING_KEY.format(coll))
     return [
         ChangeEvent(coll, op, key, before, after, position, ts, unchanged, format=fmt, snapshot=snapshot_s)
     ]

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
+from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import LOG_DIR, rolls_dir
 from cdc_backfill.pgtypes import PgColumn
@@ -55,10 +56,11 @@ def signal_schema() -> T.StructType:
     )
 
 
-def _meta(events: DataFrame) -> list[Column]:
+def _meta(events: DataFrame, ts: bool = False) -> list[Column]:
     return [
         F.col("position").alias(POSITION),
         F.col("op").alias(OP),
+        *([F.col("source_ts_ms").alias(TS_MS)] if ts else []),
         F.col("unchanged").alias(UNCHANGED),
         F.col("file").alias(ORIGIN),
         F.col("line").alias(LINE),
@@ -66,10 +68,11 @@ def _meta(events: DataFrame) -> list[Column]:
 
 
 def as_log_rows(
-    events: DataFrame, collection: str, columns: Sequence[PgColumn], key: Sequence[str]
+    events: DataFrame, collection: str, columns: Sequence[PgColumn], key: Sequence[str], ts: bool = False
 ) -> DataFrame:
     """The collection's canonical events (``spark.landing``: ``key`` and ``after`` as JSON text) as log
-    rows: a delete keeps its key's values, a truncate none."""
+    rows: a delete keeps its key's values, a truncate none (``ts``: with the source timestamp, as the
+    log's files keep it)."""
     schema = event_schema(columns)
     key_schema = T.StructType([f for f in schema.fields if f.name in key])
     ev = events.where((F.col("collection") == collection) & F.col("op").isin("c", "u", "d", "r", "t"))
@@ -80,14 +83,14 @@ def as_log_rows(
         if c.name in key:
             value = F.coalesce(value, from_debezium(c, key_values.getField(c.name)))
         values.append(value.cast(spark_type(c)).alias(c.name))
-    return ev.select(*_meta(ev), *values)
+    return ev.select(*_meta(ev, ts), *values)
 
 
-def as_signal_rows(events: DataFrame, signal_collection: str) -> DataFrame:
+def as_signal_rows(events: DataFrame, signal_collection: str, ts: bool = False) -> DataFrame:
     """The signal collection's canonical events as log rows (``id`` from the key, as a delete has it)."""
     ev = events.where(F.col("collection") == signal_collection)
     return ev.select(
-        *_meta(ev),
+        *_meta(ev, ts),
         F.coalesce(F.get_json_object("key", "$.id"), F.get_json_object("after", "$.id")).alias("id"),
         F.get_json_object("after", "$.type").alias("type"),
         F.get_json_object("after", "$.data").alias("data"),
@@ -97,19 +100,27 @@ def as_signal_rows(events: DataFrame, signal_collection: str) -> DataFrame:
 # ---------------------------------------------------------------- the log's files
 
 
-def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> list[str]:
-    """The log files (relative to the log folder) that roll manifests name, only those of manifests
-    whose last position is after ``after``: a manifest's name is its last position's key, in hex."""
+class LandedLog(NamedTuple):
+    files: list[str]  # relative to the log folder
+    events: int  # of every collection, as the manifests count them
+
+
+def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> LandedLog:
+    """The log files that roll manifests name and their events, only of manifests whose last position
+    is after ``after``: a manifest's name is its last position's key, in hex."""
     folder = rolls_dir(landing)
     if not folder.is_dir():
-        return []
+        return LandedLog([], 0)
     floor = position_key(tuple(after)).hex() if after is not None else None
     files: list[str] = []
+    events = 0
     for manifest in sorted(folder.glob("r*.json")):
         if floor is not None and manifest.stem[1:] <= floor:
             continue
-        files += json.loads(manifest.read_text())["files"]
-    return files
+        doc = json.loads(manifest.read_text())
+        files += doc["files"]
+        events += doc.get("events", 0)
+    return LandedLog(files, events)
 
 
 def collection_log_files(landing: Path, collection: str, files: Sequence[str]) -> list[Path]:

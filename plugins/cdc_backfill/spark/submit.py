@@ -9,6 +9,15 @@ from cdc_backfill.runtime import project_root
 from cdc_backfill.spark.log4j import driver_java_options
 
 
+def submit_head(spark_submit: str, master: str, name: str) -> list[str]:
+    """spark-submit, its master, the application's name and the driver's log settings."""
+    cmd = [spark_submit, "--master", master, "--name", name]
+    java_options = driver_java_options()
+    if java_options:
+        cmd += ["--driver-java-options", java_options]
+    return cmd
+
+
 def reconcile_command(
     landing: str,
     state: str,
@@ -20,15 +29,36 @@ def reconcile_command(
     signal_collection: str | None = None,
 ) -> list[str]:
     job = project_root() / "spark_jobs" / "reconcile.py"
-    cmd = [spark_submit, "--master", master, "--name", "cdc_backfill_reconcile"]
-    java_options = driver_java_options()
-    if java_options:
-        cmd += ["--driver-java-options", java_options]
+    cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile")
     for key, value in sorted((conf or {}).items()):
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(job), "--landing", landing, "--state", state]
     if collections:
         cmd += ["--collections", *collections]
+    if signal_collection:
+        cmd += ["--signal-table", signal_collection]
+    if verbose:
+        cmd.append("--verbose")
+    return cmd
+
+
+def ingest_command(
+    landing: str,
+    inputs: Sequence[str] = (),
+    master: str = "local[*]",
+    catalog: bool = False,
+    column_types: str | None = None,
+    signal_collection: str | None = None,
+    spark_submit: str = "spark-submit",
+    verbose: bool = False,
+) -> list[str]:
+    job = project_root() / "spark_jobs" / "ingest.py"
+    cmd = submit_head(spark_submit, master, "cdc_backfill_ingest")
+    cmd += [str(job), "--landing", landing, *inputs]
+    if catalog:
+        cmd.append("--catalog")
+    if column_types:
+        cmd += ["--column-types", column_types]
     if signal_collection:
         cmd += ["--signal-table", signal_collection]
     if verbose:

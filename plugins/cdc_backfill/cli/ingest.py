@@ -1,0 +1,71 @@
+"""``cdc-backfill ingest``: files of change events into the landing zone's typed event log (a Spark job
+through spark-submit; its steps on stderr, its summary on stdout)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from cdc_backfill.cli.reconcile import submit_and_relay
+    from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
+    from cdc_backfill.ingest.columns import ColumnsError, read_column_types
+    from cdc_backfill.spark.submit import ingest_command, submit_environ
+
+    def refuse(message: str) -> int:
+        print(f"cdc-backfill ingest: {message}", file=sys.stderr)
+        return 2
+
+    missing = [p for p in args.inputs if not Path(p).exists()]
+    if missing:
+        return refuse(f"no such file or folder: {', '.join(missing)}")
+    if not args.inputs and not Path(args.landing).is_dir():
+        return refuse(f"no landing zone at {args.landing}: give it, or the files to ingest into it")
+    try:
+        if args.column_types:
+            read_column_types(Path(args.column_types))  # a bad file is refused before Spark starts
+        setting = resolve_source(args.source)
+    except (ColumnsError, ConfigError) as exc:
+        return refuse(str(exc))
+    Path(args.landing).mkdir(parents=True, exist_ok=True)
+    cmd = ingest_command(
+        args.landing, [str(Path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
+        column_types=args.column_types, signal_collection=args.signal_table, verbose=args.verbose,
+    )  # fmt: skip
+    if args.print_command:
+        print(shlex.join(cmd))
+        return 0
+    env = submit_environ(args.master)
+    if setting is not None:
+        env[SOURCE_URL_ENV] = setting.url  # not on the command line, where ps would show its password
+    return submit_and_relay(cmd, env)
+
+
+def add_ingest_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ing = sub.add_parser(
+        "ingest",
+        help="turn files of change events (any supported format) into the typed event log (Spark)",
+        epilog="examples:\n  cdc-backfill ingest --landing lake/                      # lake/stream/'s JSON files\n"
+        "  cdc-backfill ingest --landing lake/ topics/orders/ --source postgresql://user@host/db\n"
+        "  cdc-backfill ingest --landing lake/ events.json --column-types types.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ing.add_argument("inputs", nargs="*", metavar="FILE_OR_FOLDER",
+                     help="files or folders of change events (default: the landing zone's stream/)")  # fmt: skip
+    ing.add_argument("--landing", required=True, metavar="DIR")
+    ing.add_argument(
+        "--source", metavar="URL", help="type collections the landing does not describe from this catalog"
+    )
+    ing.add_argument("--column-types", metavar="FILE", help="JSON: each collection's key and column types")
+    ing.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ing.add_argument("--signal-table", default=DEFAULT_SIGNAL_COLLECTION, metavar="SCHEMA.TABLE",
+                     help="the signal table (default public.cdc_signal)")  # fmt: skip
+    ing.add_argument(
+        "--print-command", action="store_true", help="print the spark-submit command, run nothing"
+    )
+    ing.set_defaults(func=_cmd_ingest)

@@ -1,0 +1,176 @@
+"""Where ``ingest`` takes a collection's columns and key from, in this order: what the landing zone
+already says (the log's schema document, a snapshot chunk, the JSON capture's ``_schemas``), the source's
+catalog when a source is given, a column-type file the user wrote. A collection none of them describes
+is refused by name before anything is written.
+
+The column-type file (JSON) names PostgreSQL types, as ``format_type`` writes them or their usual short
+forms; the lake types follow from them as for every other path::
+
+    {"public.orders": {"key": ["id"], "columns": {"id": "bigint", "amount": "numeric(12,2)",
+                                                  "placed_at": "timestamptz", "note": "text"}}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.columns import collection_columns, landed_collections
+
+Described = tuple[list[PgColumn], list[str]]
+
+# the signal table's columns as every engine writes them (DESIGN.md §2)
+SIGNAL_COLUMNS: Described = (
+    [PgColumn("id", "text", 25), PgColumn("type", "text", 25), PgColumn("data", "text", 25)],
+    ["id"],
+)
+
+_ALIASES = {
+    "int": "integer", "int4": "integer", "int8": "bigint", "int2": "smallint", "serial": "integer",
+    "bigserial": "bigint", "float8": "double precision", "float4": "real", "float": "double precision",
+    "bool": "boolean", "timestamptz": "timestamp with time zone", "timestamp": "timestamp without time zone",
+    "timetz": "time with time zone", "time": "time without time zone", "varchar": "character varying",
+    "char": "character", "decimal": "numeric",
+}  # fmt: skip
+_KNOWN = re.compile(
+    r"^(smallint|integer|bigint|oid|real|double precision|boolean|date|numeric(\(\d+,\d+\))?|"
+    r"timestamp(\(\d\))? with(out)? time zone|time(\(\d\))? with(out)? time zone|interval|bytea|text|"
+    r"character varying(\(\d+\))?|character(\(\d+\))?|json|jsonb|uuid|xml|inet|cidr|macaddr|money|"
+    r"bit(\(\d+\))?|bit varying(\(\d+\))?|tsvector)(\[\])?$"
+)
+
+
+class ColumnsError(ValueError):
+    """A collection without columns, or a column-type file that cannot be read: the message says which
+    and what to do."""
+
+
+def pg_type_name(name: str) -> str | None:
+    """A type as the user wrote it in PostgreSQL's ``format_type`` spelling; None when unknown."""
+    text = re.sub(r"\s+", " ", name.strip().lower())
+    text = re.sub(
+        r"\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)",
+        lambda m: f"({m.group(1)}{',' + m.group(2) if m.group(2) else ''})",
+        text,
+    )
+    array = text.endswith("[]")
+    base = text.removesuffix("[]")
+    head, paren, rest = base.partition("(")
+    base = _ALIASES.get(head, head) + paren + rest
+    if base.startswith(("timestamp(", "time(")) and "time zone" not in base:
+        base += " without time zone"
+    out = base + ("[]" if array else "")
+    return out if _KNOWN.match(out) else None
+
+
+def read_column_types(path: Path) -> dict[str, Described]:
+    """A column-type file: collection -> (columns, key)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ColumnsError(f"no column-type file at {path}") from None
+    except (OSError, ValueError) as exc:
+        raise ColumnsError(f"{path} is not a JSON column-type file: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ColumnsError(
+            f'{path}: expected {{"schema.table": {{"key": [...], "columns": {{name: type}}}}}}'
+        )
+    out = {}
+    for collection, spec in doc.items():
+        where = f"{path}: {collection}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("columns"), dict) or not spec["columns"]:
+            raise ColumnsError(f'{where}: give "columns" as an object of column name to type')
+        key = spec.get("key")
+        if not isinstance(key, list) or not key or not all(isinstance(k, str) for k in key):
+            raise ColumnsError(f'{where}: give "key" as a list of column names')
+        columns = []
+        for name, given in spec["columns"].items():
+            pg = pg_type_name(given) if isinstance(given, str) else None
+            if pg is None:
+                raise ColumnsError(
+                    f"{where}.{name}: unknown type {given!r}; use PostgreSQL type names (bigint, "
+                    "numeric(12,2), text, timestamptz, boolean, date, bytea, ...)"
+                )
+            columns.append(PgColumn(name, pg, 0))
+        missing = [k for k in key if k not in spec["columns"]]
+        if missing:
+            raise ColumnsError(f"{where}: key column(s) {', '.join(missing)} not among its columns")
+        out[collection] = (columns, list(key))
+    return out
+
+
+def catalog_columns(url: str) -> Callable[[str], Described | None]:
+    """A lookup of collections in the source's catalog (PostgreSQL), one connection for all."""
+    from cdc_backfill.config import source_engine
+    from cdc_backfill.names import split_collection
+    from cdc_backfill.pg.catalog import primary_key, table_columns
+
+    engine = source_engine(url)
+
+    def lookup(collection: str) -> Described | None:
+        schema, table = split_collection(collection)
+        with engine.connect() as conn:
+            columns = table_columns(conn, schema, table)
+            key = primary_key(conn, schema, table)
+        return (list(columns), list(key)) if columns and key else None
+
+    return lookup
+
+
+class ColumnSources:
+    """Where a run of ``ingest`` finds columns and keys: the landing zone, the source's catalog, the
+    column-type file (in that order)."""
+
+    def __init__(
+        self,
+        landing: Path,
+        signal_collection: str,
+        source: Callable[[str], Described | None] | None = None,
+        given: dict[str, Described] | None = None,
+    ) -> None:
+        self.landing = Path(landing)
+        self.signal_collection = signal_collection
+        self.source = source
+        self.given = given or {}
+
+    def find(self, collection: str) -> Described | None:
+        try:
+            return collection_columns(self.landing, collection)
+        except FileNotFoundError:
+            pass
+        found = self.source(collection) if self.source is not None else None
+        if found is None:
+            found = self.given.get(collection)
+        if found is None and collection == self.signal_collection:
+            found = SIGNAL_COLUMNS
+        return found
+
+    def known_keys(self) -> dict[str, list[str]]:
+        """Keys known before reading any event (the parser needs them for records without a Kafka key):
+        the landing's collections and the file's."""
+        keys = {c: key for c, (_, key) in self.given.items()}
+        for coll in landed_collections(self.landing, self.signal_collection):
+            found = self.find(coll)
+            if found is not None:
+                keys[coll] = found[1]
+        return keys
+
+    def columns(self, collections: Iterable[str]) -> dict[str, Described]:
+        """Every collection's (columns, key); ColumnsError naming each one nothing describes."""
+        out: dict[str, Described] = {}
+        missing = []
+        for coll in sorted(set(collections)):
+            found = self.find(coll)
+            if found is None:
+                missing.append(coll)
+            else:
+                out[coll] = found
+        if missing:
+            raise ColumnsError(
+                f"no column types for {', '.join(missing)}: give --source URL (its catalog), or "
+                "--column-types FILE naming each one's key and columns (README: ingest); nothing was ingested"
+            )
+        return out

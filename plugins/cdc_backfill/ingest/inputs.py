@@ -1,0 +1,165 @@
+"""The files an ``ingest`` reads, and which of them the log already holds (plain file reads, no Spark).
+
+A file is known by the SHA-256 of its content, not its name: a file ingested twice, under the same name
+or another, lands once. What was ingested is recorded in the roll manifests that land it (their
+``inputs``), so the record and the events it stands for become visible in the same rename.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdc_backfill.layout import (
+    LOG_DIR,
+    STREAM_SUFFIXES,
+    ingested_stream_dir,
+    is_ingest_file,
+    rolls_dir,
+    staging_dir,
+    stream_dir,
+)
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 8 << 20
+
+
+class InputError(ValueError):
+    """An input that cannot be read as files of change events: the message says which and why."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: Path
+    sha256: str
+    size: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"file": str(self.path), "sha256": self.sha256, "size": self.size}
+
+
+def event_files(paths: list[Path]) -> list[Path]:
+    """The files given, and under each folder given every file of change events (``.json``, ``.jsonl``,
+    ``.ndjson``), in name order; what lies under a hidden or ``_`` name is left out (partial files, the
+    log's manifests and schema documents, the quarantine)."""
+    out: list[Path] = []
+    for given in paths:
+        if given.is_file():
+            out.append(given)
+        elif given.is_dir():
+            found = sorted(
+                p
+                for p in given.rglob("*")
+                if p.is_file()
+                and p.name.endswith(STREAM_SUFFIXES)
+                and not any(part.startswith((".", "_")) for part in p.relative_to(given).parts)
+            )
+            if not found:
+                raise InputError(
+                    f"no files of change events in {given} (looked for *.json, *.jsonl, *.ndjson)"
+                )
+            out += found
+        else:
+            raise InputError(f"no such file or folder: {given}")
+    return list(dict.fromkeys(p.resolve() for p in out))
+
+
+def fingerprint(path: Path) -> InputFile:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+            size += len(block)
+    return InputFile(path, digest.hexdigest(), size)
+
+
+def ingested(landing: Path) -> set[str]:
+    """The SHA-256 of every file a manifest says was ingested."""
+    folder = rolls_dir(landing)
+    if not folder.is_dir():
+        return set()
+    done: set[str] = set()
+    for manifest in folder.glob("r*.json"):
+        done |= {item["sha256"] for item in json.loads(manifest.read_text()).get("inputs", [])}
+    return done
+
+
+def pending(landing: Path, paths: list[Path]) -> tuple[list[InputFile], list[InputFile]]:
+    """(files to ingest, files the log already holds); a file given twice counts once."""
+    done = ingested(landing)
+    todo: list[InputFile] = []
+    skipped: list[InputFile] = []
+    seen: set[str] = set()
+    for path in event_files(paths):
+        item = fingerprint(path)
+        if item.sha256 in done:
+            skipped.append(item)
+        elif item.sha256 not in seen:
+            todo.append(item)
+        seen.add(item.sha256)
+    return todo, skipped
+
+
+@contextmanager
+def ingest_lock(landing: Path) -> Iterator[None]:
+    """One ingest at a time per landing zone; a second one is refused, not queued."""
+    root = Path(landing) / LOG_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / ".ingest.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"another ingest is running on {landing}: wait for it to finish") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_unnamed(landing: Path) -> list[Path]:
+    """What an ingest that stopped before its manifest left: its staging folder and the log files it had
+    named but no manifest lists (their input files were not recorded: they land again)."""
+    root = Path(landing) / LOG_DIR
+    shutil.rmtree(staging_dir(landing), ignore_errors=True)
+    folder = rolls_dir(landing)
+    named: set[str] = set()
+    if folder.is_dir():
+        for manifest in folder.glob("r*.json"):
+            named |= set(json.loads(manifest.read_text())["files"])
+    gone = [
+        p
+        for p in root.glob("*/v*/p*.parquet")
+        if is_ingest_file(p.name) and p.relative_to(root).as_posix() not in named
+    ]
+    for path in gone:
+        path.unlink()
+    if gone:
+        log.warning("removed %d log file(s) of an unfinished ingest: their files land again", len(gone))
+    return gone
+
+
+def move_ingested_stream(landing: Path) -> list[Path]:
+    """The landing's own JSON stream files that the log now holds, moved to ``_ingested/stream/``: the
+    reconcile reads each event once, from the log."""
+    folder = stream_dir(landing)
+    if not folder.is_dir():
+        return []
+    done = ingested(landing)
+    moved = []
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.name.endswith(STREAM_SUFFIXES) and fingerprint(path).sha256 in done:
+            target = ingested_stream_dir(landing) / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+            moved.append(target)
+    return moved

@@ -1,0 +1,215 @@
+"""Files of change events to the typed event log, on Spark (``cdc-backfill ingest``).
+
+One run: parse the new files once (the same parser as everywhere, every format), type each collection's
+events with its columns, write them as log files in position order, then one roll manifest that names
+those files and the input files they came from. The manifest is the commit: before it, nothing of the
+run counts; after it, every input file is known as ingested and never lands again. Records that cannot
+be read go to ``<landing>/_quarantine/ingest-<run>/`` with their file, line and reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_backfill.eventlog.schema import POSITION
+from cdc_backfill.eventlog.store import describe
+from cdc_backfill.events.debezium import missing_key_collection
+from cdc_backfill.events.parse import ParseOptions
+from cdc_backfill.events.positions import position_of_key
+from cdc_backfill.files import fsync_dir, write_atomically
+from cdc_backfill.ingest.columns import ColumnSources, Described
+from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
+from cdc_backfill.layout import (
+    LOG_DIR,
+    ingest_file_name,
+    ingest_manifest_name,
+    log_version_dir,
+    quarantine_dir,
+    rolls_dir,
+    staging_dir,
+    stream_dir,
+)
+from cdc_backfill.spark.landing import QUARANTINE_COLUMNS, parse_landing_files
+from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
+
+log = logging.getLogger("cdc_backfill.ingest")
+
+ROW_OPS = ("c", "u", "d", "r", "t")
+
+
+def collection_totals(parsed: DataFrame) -> DataFrame:
+    """Per collection (None for quarantined records and non-row events): events, quarantined records,
+    the greatest position. One small aggregate."""
+    row = F.col("quarantine_reason").isNull() & F.col("op").isin(*ROW_OPS)
+    return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
+        F.count_if(row).alias("events"),
+        F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
+        F.max("position").alias("last"),
+    )
+
+
+def keyless_collections(parsed: DataFrame) -> list[str]:
+    """Collections of records quarantined for want of a key (few rows: one per collection)."""
+    reasons = parsed.where(F.col("quarantine_reason").startswith("missing key for "))
+    names = reasons.select("quarantine_reason").distinct().collect()
+    return sorted({c for r in names if (c := missing_key_collection(r[0])) is not None})
+
+
+def log_file_rows(
+    parsed: DataFrame, collection: str, described: Described, signal_collection: str, names: Sequence[str]
+) -> DataFrame:
+    """One collection's events as the rows of its log files, columns in the file's order."""
+    events = parsed.where(F.col("quarantine_reason").isNull())
+    if collection == signal_collection:
+        rows = as_signal_rows(events, collection, ts=True)
+    else:
+        columns, key = described
+        rows = as_log_rows(events, collection, columns, key, ts=True)
+    return rows.select(*names).sortWithinPartitions(POSITION)
+
+
+def ingest_files(
+    spark: SparkSession,
+    landing: Path,
+    inputs: Sequence[InputFile],
+    sources: ColumnSources,
+    run: str | None = None,
+) -> dict[str, Any]:
+    """Land ``inputs`` in the log (the caller holds the ingest lock and left out what was ingested);
+    ``sources`` types the collections found, or raises naming those it cannot (nothing written)."""
+    signal_collection = sources.signal_collection
+    landing = Path(landing)
+    run = run or time.strftime("%Y%m%dT%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
+    started = time.time()
+    summary: dict[str, Any] = {
+        "run": run,
+        "files": len(inputs),
+        "events": 0,
+        "quarantined": 0,
+        "collections": {},
+    }
+    if not inputs:
+        return summary
+    spark.conf.set(
+        "spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"
+    )  # as pyarrow and DuckDB read it
+    files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
+    keys = sources.known_keys()
+    # parsed once: every collection's write, the totals and the quarantine read it
+    parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).localCheckpoint()
+    # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
+    found = {c: d[1] for c in keyless_collections(parsed) if (d := sources.find(c)) is not None}
+    if found:
+        log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
+        parsed.unpersist()
+        parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found})).localCheckpoint()
+    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    described = sources.columns([c for c in totals if c is not None])
+    stage = staging_dir(landing) / run
+    written: list[str] = []
+    for collection in sorted(described):
+        columns, key = described[collection]
+        version = describe(landing, collection, columns, key)
+        target = log_version_dir(landing, collection, version.version)
+        names = version.arrow_schema().names
+        t0 = time.time()
+        out = stage / collection
+        log_file_rows(parsed, collection, described[collection], signal_collection, names).write.option(
+            "compression", "zstd"
+        ).parquet(str(out))
+        named = name_files(out, target, run, start=len(written))
+        written += [p.relative_to(landing / LOG_DIR).as_posix() for p in named]
+        n = totals[collection]["events"]
+        summary["collections"][collection] = {"events": n, "files": len(named), "version": version.version}
+        summary["events"] += n
+        log.info(
+            "%s: %s events in %d log file(s), %.1f s", collection, f"{n:,}", len(named), time.time() - t0
+        )
+    summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
+    if summary["quarantined"]:
+        folder = quarantine_dir(landing) / f"ingest-{run}"
+        bad = parsed.where(F.col("quarantine_reason").isNotNull()).select(*QUARANTINE_COLUMNS)
+        bad.coalesce(1).write.mode("overwrite").json(str(folder))
+        summary["quarantine"] = str(folder)
+        log.warning("%s records quarantined in %s", f"{summary['quarantined']:,}", folder)
+    last = max((r["last"] for r in totals.values() if r["last"] is not None), default=None)
+    position = list(position_of_key(bytes(last))) if last is not None else []
+    manifest = {
+        "files": written,
+        "position": position,
+        "events": summary["events"],
+        "origin": "ingest",
+        "inputs": [i.to_dict() for i in inputs],
+        "quarantined": summary["quarantined"],
+    }
+    folder = rolls_dir(landing)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomically(folder / ingest_manifest_name(bytes(last or b""), run), json.dumps(manifest).encode())
+    shutil.rmtree(stage, ignore_errors=True)
+    summary["seconds"] = round(time.time() - started, 1)
+    return summary
+
+
+def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:
+    """Spark's part files moved into the version's folder, named by their first and last position
+    (read from the footer's statistics), each made durable; empty ones dropped."""
+    target.mkdir(parents=True, exist_ok=True)
+    named = []
+    for n, part in enumerate(sorted(out.glob("part-*.parquet")), start=start):
+        first, last, rows = position_span(part)
+        if rows == 0:
+            continue
+        path = target / ingest_file_name(first, last, run, n)
+        with open(part, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(part, path)
+        named.append(path)
+    fsync_dir(target)
+    return named
+
+
+def position_span(path: Path) -> tuple[bytes, bytes, int]:
+    """(first, last, rows) of a log file written in position order: the column's statistics, else the
+    column itself."""
+    meta = pq.read_metadata(path)
+    if meta.num_rows == 0:
+        return b"", b"", 0
+    index = meta.schema.to_arrow_schema().get_field_index(POSITION)
+    stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
+    if all(s is not None and s.has_min_max for s in stats):
+        return min(s.min for s in stats), max(s.max for s in stats), meta.num_rows
+    keys = pq.read_table(path, columns=[POSITION]).column(0).to_pylist()
+    return min(keys), max(keys), meta.num_rows
+
+
+def ingest_landing(
+    spark: SparkSession,
+    landing: Path,
+    paths: Sequence[Path] | None,
+    sources: ColumnSources,
+) -> dict[str, Any]:
+    """Ingest ``paths`` (files or folders; None: the landing's own ``stream/``) into the landing's log,
+    each file once; then move the landing's own stream files the log holds out of ``stream/``."""
+    landing = Path(landing)
+    own = stream_dir(landing)
+    with ingest_lock(landing):
+        remove_unnamed(landing)
+        if paths is None and not (own.is_dir() and any(own.iterdir())):
+            todo, skipped = [], []  # no stream/ or an empty one: nothing to do, and not an error
+        else:
+            todo, skipped = pending(landing, list(paths or [own]))
+        summary = ingest_files(spark, landing, todo, sources)
+        summary["already_ingested"] = [str(i.path) for i in skipped]
+        summary["moved"] = len(move_ingested_stream(landing))
+    return summary

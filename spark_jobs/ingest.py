@@ -1,0 +1,63 @@
+"""spark-submit entry point: files of change events into the landing zone's typed event log.
+
+Thin: parse arguments, build the session, call ``cdc_backfill.spark.ingest.ingest_landing``, print its
+summary. The source, when the CLI was given one, comes in ``CDC_BACKFILL_SOURCE_URL`` (not on the command
+line, where ``ps`` would show its password).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from cdc_backfill.config import resolve_source
+from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, catalog_columns, read_column_types
+from cdc_backfill.ingest.inputs import InputError
+from cdc_backfill.logs import setup_logging
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.spark.ingest import ingest_landing
+from cdc_backfill.spark.session import build_session
+
+log = logging.getLogger("cdc_backfill.ingest")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--landing", required=True)
+    ap.add_argument("inputs", nargs="*", type=Path)
+    ap.add_argument("--catalog", action="store_true", help="type collections from the source's catalog")
+    ap.add_argument("--column-types", type=Path)
+    ap.add_argument("--signal-table", default=DEFAULT_SIGNAL_COLLECTION)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.verbose)
+    landing = Path(args.landing)
+    try:
+        given = read_column_types(args.column_types) if args.column_types else None
+        setting = resolve_source() if args.catalog else None
+        source = catalog_columns(setting.url) if setting else None
+    except ColumnsError as exc:
+        log.error("%s", exc)
+        return 2
+    spark = build_session("cdc_backfill_ingest")
+    try:
+        sources = ColumnSources(landing, args.signal_table, source, given)
+        summary = ingest_landing(spark, landing, args.inputs or None, sources)
+    except (ColumnsError, InputError) as exc:
+        log.error("%s", exc)
+        return 2
+    finally:
+        spark.stop()
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

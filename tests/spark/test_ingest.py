@@ -1,0 +1,160 @@
+"""``ingest``: files of change events into the typed log, each file once, bad records quarantined,
+types from the landing, the source's catalog or a column-type file, and refused by name without."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from cdc_backfill.eventlog.store import log_files, read_schema
+from cdc_backfill.eventlog.writer import LogWriter
+from cdc_backfill.events.positions import position_of_key
+from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, read_column_types
+from cdc_backfill.layout import ingested_stream_dir, rolls_dir, staging_dir, stream_dir
+from cdc_backfill.spark.ingest import ingest_landing
+from cdc_backfill.spark.job import reconcile_landing
+from tests.spark.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
+from tests.support.paths import FIXTURES
+
+pytestmark = pytest.mark.spark
+
+SQLSERVER = "dbo.customers"
+TYPES = {SQLSERVER: {"key": ["id"], "columns": {"id": "int", "first_name": "varchar(255)",
+                                                 "last_name": "text", "email": "text"}}}  # fmt: skip
+
+
+def sqlserver_lines() -> list[dict[str, Any] | None]:
+    return json.loads((FIXTURES / "debezium_sqlserver_customers.json").read_text())["events"]
+
+
+def ingest(spark, landing: Path, paths: list[Path] | None = None, given: dict | None = None,
+           signal: str = "public.cdc_signal") -> dict[str, Any]:  # type: ignore[no-untyped-def]  # fmt: skip
+    return ingest_landing(spark, landing, paths, ColumnSources(landing, signal, None, given))
+
+
+def log_rows(landing: Path, collection: str) -> list[dict[str, Any]]:
+    rows = [r for f in log_files(landing, collection) for r in pq.read_table(f).to_pylist()]
+    return sorted(rows, key=lambda r: r["_cdc_position"])
+
+
+def test_a_file_lands_once_whatever_its_name_and_however_often_it_is_given(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inbox, landing = tmp_path / "inbox", tmp_path / "landing"
+    inbox.mkdir()
+    lines = "".join(json.dumps(r) + "\n" for r in sqlserver_lines())
+    (inbox / "a.jsonl").write_text(lines)
+    (inbox / "copy-of-a.json").write_text(lines)
+    given = read_column_types_from(tmp_path, TYPES)
+    first = ingest(spark, landing, [inbox, inbox / "a.jsonl"], given)
+    assert first["files"] == 1 and first["events"] == 3 and first["quarantined"] == 0
+    rows = log_rows(landing, SQLSERVER)
+    assert [(r["_cdc_op"], r["id"], r["email"]) for r in rows] == [
+        ("c", 1005, "john.doe@example.org"), ("u", 1005, "noreply@example.org"), ("d", 1005, None)
+    ]  # fmt: skip
+    assert position_of_key(rows[0]["_cdc_position"])[0] > 0 and rows[0]["_cdc_line"] >= 1
+    assert read_schema(landing, SQLSERVER).key == ("id",)
+    again = ingest(spark, landing, [inbox], given)
+    assert again["files"] == 0 and sorted(Path(p).name for p in again["already_ingested"]) == [
+        "a.jsonl", "copy-of-a.json"
+    ]  # fmt: skip
+    assert len(log_rows(landing, SQLSERVER)) == 3
+    (manifest,) = rolls_dir(landing).glob("r*.json")
+    doc = json.loads(manifest.read_text())
+    assert doc["origin"] == "ingest" and len(doc["inputs"]) == 1 and doc["events"] == 3
+
+
+def read_column_types_from(tmp_path: Path, doc: dict) -> dict:  # type: ignore[type-arg]
+    path = tmp_path / "types.json"
+    path.write_text(json.dumps(doc))
+    return read_column_types(path)
+
+
+def test_bad_records_are_quarantined_with_file_and_line_and_the_rest_lands(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    landing = tmp_path / "landing"
+    good = [json.dumps(r) for r in sqlserver_lines()]
+    path = write_stream_file(landing, "mixed.jsonl", [])
+    path.write_text("\n".join([good[0], "{not json", good[1]]) + "\n")
+    summary = ingest(spark, landing, None, read_column_types_from(tmp_path, TYPES))
+    assert summary["events"] == 2 and summary["quarantined"] == 1
+    (bad,) = [
+        json.loads(line)
+        for f in Path(summary["quarantine"]).glob("*.json")
+        for line in f.read_text().splitlines()
+    ]
+    assert bad["line"] == 2 and bad["file"].endswith("mixed.jsonl") and bad["quarantine_reason"]
+    # the landing's own stream file moved out of stream/: the reconcile reads it from the log only
+    assert not list(stream_dir(landing).iterdir()) and (ingested_stream_dir(landing) / "mixed.jsonl").exists()
+
+
+def test_a_collection_nothing_types_is_refused_by_name_and_nothing_lands(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    landing = tmp_path / "landing"
+    write_stream_file(landing, "a.jsonl", sqlserver_lines())
+    with pytest.raises(ColumnsError, match=r"no column types for dbo\.customers: give --source URL"):
+        ingest(spark, landing)
+    assert not rolls_dir(landing).exists() and log_files(landing, SQLSERVER) == []
+    assert (stream_dir(landing) / "a.jsonl").exists()  # nothing moved, nothing lost
+    assert not staging_dir(landing).exists() or not any(staging_dir(landing).iterdir())
+
+
+def test_an_unfinished_ingest_is_cleaned_up_and_a_capture_leaves_ingest_files_alone(
+    spark, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    landing = tmp_path / "landing"
+    write_stream_file(landing, "a.jsonl", sqlserver_lines())
+    given = read_column_types_from(tmp_path, TYPES)
+    ingest(spark, landing, None, given)
+    (named,) = log_files(landing, SQLSERVER)
+    orphan = named.with_name(named.name.replace("-i", "-i9"))  # as if its manifest was never written
+    orphan.write_bytes(named.read_bytes())
+    (staging_dir(landing) / "old" / SQLSERVER).mkdir(parents=True)
+    LogWriter(landing, "capture:x")  # a capture starting: removes its own unfinished files only
+    assert orphan.exists()
+    ingest(spark, landing, None, given)
+    assert not orphan.exists() and not (staging_dir(landing) / "old").exists()
+    assert len(log_rows(landing, SQLSERVER)) == 3
+
+
+@pytest.mark.parametrize("fmt", ["debezium-postgresql", "dataworks"])
+def test_ingest_then_reconcile_applies_every_rule(spark, tmp_path: Path, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    enc = ENCODERS[fmt]
+    script = every_rule(enc)
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    write_stream_file(landing, "1.jsonl", [r for _, r in records(script, enc)])
+    for chunk, rows in script.reads.items():
+        write_chunk(landing, enc.collection, chunk, rows)
+    summary = ingest(spark, landing, signal=enc.signal)
+    assert summary["files"] == 1 and summary["moved"] == 1
+    assert sorted(summary["collections"]) == sorted([enc.collection, enc.signal])
+    info = reconcile_landing(spark, landing, state, [enc.collection], enc.signal)["collections"][
+        enc.collection
+    ]
+    assert info["stream_files_read"] == 0  # everything from the log
+    rows = spark.read.parquet(str(state / enc.collection / "current")).collect()
+    assert {r["id"]: {"id": r["id"], "v": r["v"], "big": r["big"]} for r in rows} == script.truth
+
+
+def test_values_keep_their_types(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    landing = tmp_path / "landing"
+    line = {"before": None, "after": {"id": 1, "amount": "12.50", "at": 1700000000000000},
+            "source": {"connector": "postgresql", "schema": "public", "table": "t", "lsn": 100,
+                       "sequence": '["90","100"]', "ts_ms": 1}, "op": "c", "ts_ms": 2}  # fmt: skip
+    write_stream_file(landing, "a.jsonl", [line])
+    types = {
+        "public.t": {"key": ["id"], "columns": {"id": "bigint", "amount": "numeric(12,2)", "at": "timestamp"}}
+    }
+    ingest(spark, landing, None, read_column_types_from(tmp_path, types))
+    (row,) = log_rows(landing, "public.t")
+    assert row["amount"] == Decimal("12.50") and row["at"].year == 2023 and row["_cdc_ts_ms"] == 1
+
+
+def test_the_ingest_command_line() -> None:
+    from cdc_backfill.spark.submit import ingest_command
+
+    cmd = ingest_command("lake/", ["topics/a"], master="spark://h:7077", catalog=True, column_types="t.json")
+    assert cmd[:5] == ["spark-submit", "--master", "spark://h:7077", "--name", "cdc_backfill_ingest"]
+    job = cmd.index(next(c for c in cmd if c.endswith("spark_jobs/ingest.py")))
+    assert cmd[job + 1 :] == ["--landing", "lake/", "topics/a", "--catalog", "--column-types", "t.json"]
