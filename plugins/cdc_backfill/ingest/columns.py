@@ -31,8 +31,7 @@ SIGNAL_COLUMNS: Described = (
 _ALIASES = {
     "int": "integer", "int4": "integer", "int8": "bigint", "int2": "smallint", "serial": "integer",
     "bigserial": "bigint", "float8": "double precision", "float4": "real", "float": "double precision",
-    "bool": "boolean", "timestamptz": "timestamp with time zone", "timestamp": "timestamp without time zone",
-    "timetz": "time with time zone", "time": "time without time zone", "varchar": "character varying",
+    "bool": "boolean", "varchar": "character varying",
     "char": "character", "decimal": "numeric",
 }  # fmt: skip
 _KNOWN = re.compile(
@@ -59,9 +58,11 @@ def pg_type_name(name: str) -> str | None:
     array = text.endswith("[]")
     base = text.removesuffix("[]")
     head, paren, rest = base.partition("(")
-    base = _ALIASES.get(head, head) + paren + rest
-    if base.startswith(("timestamp(", "time(")) and "time zone" not in base:
-        base += " without time zone"
+    if head in ("timestamp", "time", "timestamptz", "timetz") and "time zone" not in base:
+        zone = "with" if head.endswith("tz") else "without"
+        base = f"{head.removesuffix('tz')}{paren}{rest} {zone} time zone"
+    else:
+        base = _ALIASES.get(head, head) + paren + rest
     out = base + ("[]" if array else "")
     return out if _KNOWN.match(out) else None
 
