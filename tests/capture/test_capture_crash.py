@@ -117,3 +117,32 @@ def test_follow_stops_cleanly_on_sigterm(fresh_db: str, tmp_path: Path, fmt: str
     assert len(_ids(landing, "public.f", fmt)) == 500  # finished and confirmed on the way out
     res = run_capture(fresh_db, landing, fmt=fmt)
     assert ", 0 events landed" in res.stdout  # nothing left to land: the stop confirmed everything
+
+
+def test_kill_while_the_log_receives_a_large_transaction(fresh_db: str, tmp_path: Path) -> None:
+    """The log buffers a transaction until its commit has come: a kill while it arrives lands nothing of
+    it, and the restart lands every row once (the server sends it again)."""
+    sql(fresh_db, "CREATE TABLE big (id int PRIMARY KEY, v text)")
+    landing = tmp_path / "landing"
+    assert run_capture(fresh_db, landing, fmt="log").returncode == 0
+    proc = subprocess.Popen(
+        capture_cmd(fresh_db, landing, "--follow", "--roll-seconds", "0.2", fmt="log"),
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _slot_active(fresh_db):
+            assert time.monotonic() < deadline
+            assert proc.poll() is None
+            time.sleep(0.1)
+        sql(fresh_db, f"INSERT INTO big SELECT i, md5(i::text) FROM generate_series(1, {ROWS}) i")
+        time.sleep(0.3)  # the walsender is sending it
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sum(_ids(landing, fmt="log").values()) in (0, ROWS)  # all of it or nothing, never a part
+    res = run_capture(fresh_db, landing, fmt="log")
+    assert res.returncode == 0, res.stderr
+    ids = _ids(landing, fmt="log")
+    assert len(ids) == ROWS and set(ids.values()) == {1}  # every row exactly once
