@@ -35,6 +35,16 @@ def _slot_active(url: str) -> bool:
     return bool(active)
 
 
+def _wait_until_streaming(url: str, proc: subprocess.Popen) -> float:  # type: ignore[type-arg]
+    """Until the ``--follow`` capture holds its slot (it must not have exited); its deadline, 60 s on."""
+    deadline = time.monotonic() + 60
+    while not _slot_active(url):
+        assert time.monotonic() < deadline
+        assert proc.poll() is None
+        time.sleep(0.1)
+    return deadline
+
+
 def test_kill_in_the_middle_of_a_large_transaction(fresh_db: str, tmp_path: Path) -> None:
     sql(fresh_db, "CREATE TABLE big (id int PRIMARY KEY, v text)", "CREATE TABLE small (id int PRIMARY KEY)")
     landing = tmp_path / "landing"
@@ -46,11 +56,7 @@ def test_kill_in_the_middle_of_a_large_transaction(fresh_db: str, tmp_path: Path
         capture_cmd(fresh_db, landing, "--follow", "--roll-seconds", "0.2"), stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 60
-        while not _slot_active(fresh_db):
-            assert time.monotonic() < deadline
-            assert proc.poll() is None
-            time.sleep(0.1)
+        deadline = _wait_until_streaming(fresh_db, proc)
         sql(fresh_db, f"INSERT INTO big SELECT i, md5(i::text) FROM generate_series(1, {ROWS}) i")
         killed_mid_transaction = False
         while time.monotonic() < deadline:
@@ -103,11 +109,7 @@ def test_follow_stops_cleanly_on_sigterm(fresh_db: str, tmp_path: Path, fmt: str
     proc = subprocess.Popen(
         capture_cmd(fresh_db, landing, "--follow", fmt=fmt), stdout=subprocess.PIPE, text=True
     )
-    deadline = time.monotonic() + 60
-    while not _slot_active(fresh_db):
-        assert time.monotonic() < deadline
-        assert proc.poll() is None
-        time.sleep(0.1)
+    _wait_until_streaming(fresh_db, proc)
     sql(fresh_db, "INSERT INTO f SELECT generate_series(1, 500)")
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
@@ -130,11 +132,7 @@ def test_kill_while_the_log_receives_a_large_transaction(fresh_db: str, tmp_path
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not _slot_active(fresh_db):
-            assert time.monotonic() < deadline
-            assert proc.poll() is None
-            time.sleep(0.1)
+        _wait_until_streaming(fresh_db, proc)
         sql(fresh_db, f"INSERT INTO big SELECT i, md5(i::text) FROM generate_series(1, {ROWS}) i")
         time.sleep(0.3)  # the walsender is sending it
         os.kill(proc.pid, signal.SIGKILL)

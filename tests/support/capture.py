@@ -26,17 +26,13 @@ def landed_creates(landing: Path, collection: str, fmt: str) -> list[dict]:  # t
     """The rows of every create landed for the collection (JSON lines, or log files a manifest names)."""
     if fmt == "json":
         return [e.after for e in landed_events(landing) if e.collection == collection and e.op == "c"]  # type: ignore[misc]
-    import json
-
     import pyarrow.parquet as pq
 
-    from cdc_backfill.layout import LOG_DIR, rolls_dir
+    from cdc_backfill.eventlog.writer import named_log_files
+    from cdc_backfill.layout import LOG_DIR
 
-    named = [
-        f for m in sorted(rolls_dir(landing).glob("r*.json")) for f in json.loads(m.read_text())["files"]
-    ]
     rows = []
-    for f in named:
+    for f in sorted(named_log_files(landing)):
         if f.startswith(f"{collection}/"):
             rows += [r for r in pq.read_table(Path(landing) / LOG_DIR / f).to_pylist() if r["_cdc_op"] == "c"]
     return rows

@@ -42,8 +42,7 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
             lag_bytes=row.lag,
         )
     if landing is not None:
-        stream = capture_stream_files(Path(landing))
-        files = stream + capture_log_files(Path(landing))  # JSON lines or the typed log, or both
+        files = capture_stream_files(Path(landing)) + capture_log_files(Path(landing))  # either, or both
         newest = max(files, key=lambda f: f.stat().st_mtime, default=None)
         commit, lsn = landed_position(Path(landing))
         out.update(

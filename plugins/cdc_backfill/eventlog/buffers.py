@@ -21,11 +21,14 @@ except ImportError:  # no compiler where the package was installed: the Python p
     _position_keys_c = None
 
 
+def _joined(parts: list[bytes]) -> tuple[bytes, bytes]:
+    """The parts concatenated, and their int32 offsets (n + 1): a variable-width Arrow column's buffers."""
+    return b"".join(parts), array("i", accumulate((len(p) for p in parts), initial=0)).tobytes()
+
+
 def position_keys_py(positions: list[tuple[int, ...]]) -> tuple[bytes, bytes]:
     """``position_key`` of each position, concatenated, and the keys' int32 offsets (n + 1)."""
-    keys = [position_key(p) for p in positions]
-    offsets = array("i", accumulate((len(k) for k in keys), initial=0))
-    return b"".join(keys), offsets.tobytes()
+    return _joined([position_key(p) for p in positions])
 
 
 def position_key_array(positions: list[tuple[int, ...]]) -> pa.Array:
@@ -70,11 +73,8 @@ def line_array(n: int) -> pa.Array:
 
 def string_array(values: Sequence[str]) -> pa.Array:
     """Strings, none null."""
-    data = [v.encode() for v in values]
-    offsets = array("i", accumulate((len(d) for d in data), initial=0))
-    return pa.Array.from_buffers(
-        pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
-    )
+    data, offsets = _joined([v.encode() for v in values])
+    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def names_array(lists: list[list[str] | None]) -> pa.Array:

@@ -42,7 +42,7 @@ META_FIELDS = (
     pa.field(ORIGIN, pa.string()),
     pa.field(LINE, pa.int64()),
 )
-OPS = ("c", "u", "d", "r", "t")
+OPS = ("c", "u", "d", "r", "t")  # the ops a collection's log keeps: row changes and truncates
 
 
 class LogSchemaError(ValueError):

@@ -15,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -47,33 +48,40 @@ class _Buffer:
     in_order: bool = True  # positions came in ascending order (a capture's do): no sort at the roll
 
 
+def roll_manifests(landing: Path) -> list[dict[str, Any]]:
+    """Every roll manifest of the landing (the capture's and ingest's), in name order."""
+    folder = rolls_dir(landing)
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("r*.json"))] if folder.is_dir() else []
+
+
+def named_log_files(landing: Path) -> set[str]:
+    """The log files (relative to the log folder) that a manifest names: the landed ones."""
+    return {f for manifest in roll_manifests(landing) for f in manifest["files"]}
+
+
 def landed_log_position(landing: Path) -> tuple[int, ...]:
     """The greatest stream position a roll manifest completes; () for none."""
-    folder = rolls_dir(landing)
-    if not folder.is_dir():
-        return ()
-    return max((tuple(json.loads(p.read_text())["position"]) for p in folder.glob("*.json")), default=())
+    return max((tuple(m["position"]) for m in roll_manifests(landing)), default=())
 
 
-def remove_unlanded(landing: Path) -> list[Path]:
-    """Delete log files no manifest names and partial files (what a crash left); returns them."""
+def remove_unlanded(landing: Path, ingest: bool = False) -> list[Path]:
+    """Delete log files no manifest names and partial files (what a crash left); returns them. A
+    capture's (``ingest`` False) and an ingest's are each left to the writer of their kind: the other
+    may be running now, about to name its files."""
     root = Path(landing) / LOG_DIR
-    folder = rolls_dir(landing)
     if not root.is_dir():
         return []
-    named = set()
-    if folder.is_dir():
-        for manifest in folder.glob("*.json"):
-            named |= set(json.loads(manifest.read_text())["files"])
+    named = named_log_files(landing)
     gone = []
     for path in sorted(root.glob("*/v*/*")):
-        if is_ingest_file(path.name):
-            continue  # an ingest running now may be about to name it: the ingest cleans up its own
+        if is_ingest_file(path.name) != ingest:
+            continue
         if path.name.endswith(".part") or path.relative_to(root).as_posix() not in named:
             path.unlink()
             gone.append(path)
-    for path in folder.glob(".*.part") if folder.is_dir() else []:
-        path.unlink()
+    folder = rolls_dir(landing)
+    for path in folder.glob(".*.part") if folder.is_dir() and not ingest else []:
+        path.unlink()  # a capture's manifest never renamed (an ingest writes its own under the lock)
     return gone
 
 

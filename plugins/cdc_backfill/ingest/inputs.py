@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_backfill.layout import (
-    LOG_DIR,
-    STREAM_SUFFIXES,
-    ingested_stream_dir,
-    is_ingest_file,
-    rolls_dir,
-    staging_dir,
-    stream_dir,
-)
+from cdc_backfill.eventlog.writer import remove_unlanded, roll_manifests
+from cdc_backfill.layout import LOG_DIR, STREAM_SUFFIXES, ingested_stream_dir, staging_dir, stream_dir
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +77,7 @@ def fingerprint(path: Path) -> InputFile:
 
 def ingested(landing: Path) -> set[str]:
     """The SHA-256 of every file a manifest says was ingested."""
-    folder = rolls_dir(landing)
-    if not folder.is_dir():
-        return set()
-    done: set[str] = set()
-    for manifest in folder.glob("r*.json"):
-        done |= {item["sha256"] for item in json.loads(manifest.read_text()).get("inputs", [])}
-    return done
+    return {item["sha256"] for manifest in roll_manifests(landing) for item in manifest.get("inputs", [])}
 
 
 def pending(landing: Path, paths: list[Path]) -> tuple[list[InputFile], list[InputFile]]:
@@ -129,35 +115,28 @@ def ingest_lock(landing: Path) -> Iterator[None]:
 def remove_unnamed(landing: Path) -> list[Path]:
     """What an ingest that stopped before its manifest left: its staging folder and the log files it had
     named but no manifest lists (their input files were not recorded: they land again)."""
-    root = Path(landing) / LOG_DIR
     shutil.rmtree(staging_dir(landing), ignore_errors=True)
-    folder = rolls_dir(landing)
-    named: set[str] = set()
-    if folder.is_dir():
-        for manifest in folder.glob("r*.json"):
-            named |= set(json.loads(manifest.read_text())["files"])
-    gone = [
-        p
-        for p in root.glob("*/v*/p*.parquet")
-        if is_ingest_file(p.name) and p.relative_to(root).as_posix() not in named
-    ]
-    for path in gone:
-        path.unlink()
+    gone = remove_unlanded(landing, ingest=True)
     if gone:
         log.warning("removed %d log file(s) of an unfinished ingest: their files land again", len(gone))
     return gone
 
 
-def move_ingested_stream(landing: Path) -> list[Path]:
+def move_ingested_stream(landing: Path, known: Iterable[InputFile] = ()) -> list[Path]:
     """The landing's own JSON stream files that the log now holds, moved to ``_ingested/stream/``: the
-    reconcile reads each event once, from the log."""
+    reconcile reads each event once, from the log. ``known``: files already hashed in this run (each
+    other file is hashed here)."""
     folder = stream_dir(landing)
     if not folder.is_dir():
         return []
     done = ingested(landing)
+    hashes = {item.path: item.sha256 for item in known}
     moved = []
     for path in sorted(folder.iterdir()):
-        if path.is_file() and path.name.endswith(STREAM_SUFFIXES) and fingerprint(path).sha256 in done:
+        if not (path.is_file() and path.name.endswith(STREAM_SUFFIXES)):
+            continue
+        sha = hashes.get(path.resolve()) or fingerprint(path).sha256
+        if sha in done:
             target = ingested_stream_dir(landing) / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, target)

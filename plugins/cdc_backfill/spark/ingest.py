@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_backfill.eventlog.schema import POSITION
+from cdc_backfill.eventlog.schema import OPS, POSITION
 from cdc_backfill.eventlog.store import describe
 from cdc_backfill.events.debezium import missing_key_collection
 from cdc_backfill.events.parse import ParseOptions
@@ -45,13 +45,11 @@ from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
 
 log = logging.getLogger("cdc_backfill.ingest")
 
-ROW_OPS = ("c", "u", "d", "r", "t")
-
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,
     the greatest position. One small aggregate."""
-    row = F.col("quarantine_reason").isNull() & F.col("op").isin(*ROW_OPS)
+    row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
     return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
         F.count_if(row).alias("events"),
         F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
@@ -101,9 +99,8 @@ def ingest_files(
     }
     if not inputs:
         return summary
-    spark.conf.set(
-        "spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"
-    )  # as pyarrow and DuckDB read it
+    # timestamps as int64 microseconds, as pyarrow and DuckDB read them (not Spark's default INT96)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     keys = sources.known_keys()
     # parsed once: every collection's write, the totals and the quarantine read it
@@ -211,5 +208,5 @@ def ingest_landing(
             todo, skipped = pending(landing, list(paths or [own]))
         summary = ingest_files(spark, landing, todo, sources)
         summary["already_ingested"] = [str(i.path) for i in skipped]
-        summary["moved"] = len(move_ingested_stream(landing))
+        summary["moved"] = len(move_ingested_stream(landing, [*todo, *skipped]))
     return summary

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED
+from cdc_backfill.eventlog.schema import LINE, OP, OPS, ORIGIN, POSITION, TS_MS, UNCHANGED
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import LOG_DIR, rolls_dir
 from cdc_backfill.pgtypes import PgColumn
@@ -75,7 +75,7 @@ def as_log_rows(
     log's files keep it)."""
     schema = event_schema(columns)
     key_schema = T.StructType([f for f in schema.fields if f.name in key])
-    ev = events.where((F.col("collection") == collection) & F.col("op").isin("c", "u", "d", "r", "t"))
+    ev = events.where((F.col("collection") == collection) & F.col("op").isin(*OPS))
     after, key_values = F.from_json("after", schema), F.from_json("key", key_schema)
     values = []
     for c in columns:

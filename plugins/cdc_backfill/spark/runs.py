@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.schema import OP, POSITION
+from cdc_backfill.eventlog.schema import OP, OPS, POSITION
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS, stream_dir
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import RunInput, next_meta
@@ -57,7 +57,7 @@ def untyped_counts(
 ) -> list[tuple[str, str, int]]:
     """(file, collection, events) of row events whose collection nothing types (the signal table and
     ``typed`` left out; only collections in ``scope`` when one is given). Small: files x collections."""
-    rows = F.col("quarantine_reason").isNull() & F.col("op").isin("c", "u", "d", "r", "t")
+    rows = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
     rows &= ~F.col("collection").isin(list(typed))
     if scope is not None:
         rows &= F.col("collection").isin(list(scope))
