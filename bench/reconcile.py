@@ -1,25 +1,30 @@
-"""Reconcile throughput on Spark local[2], next to two references measured in the same run on the same files.
+"""Reconcile throughput on Spark local[2], each path next to its floor measured in the same run on the
+same files.
 
-A synthetic landing zone in a temporary folder: Debezium PostgreSQL JSON lines in the capture's byte
-layout (``capture/postgres.py``), written and named by the capture's own ``LandingWriter``; creates,
-updates and deletes over about N/10 keys; snapshot chunks of the keys that existed before the stream,
-each read inside a watermark window whose open/close rows are in the stream (``public.cdc_signal``),
-landed as Parquet with the snapshot engine's schema and metadata.
+A synthetic source history, landed twice by construction: as the typed event log the capture writes
+(``eventlog.writer.LogWriter``, the capture's own writer, fed the text values pgoutput would carry) and
+as Debezium PostgreSQL JSON lines in the capture's byte layout (``capture/postgres.py``, through the
+capture's ``LandingWriter``); creates, updates and deletes over about N/10 keys; snapshot chunks of the
+keys that existed before the stream, each read inside a watermark window whose open/close rows are in
+the stream (``public.cdc_signal``), landed as Parquet with the snapshot engine's schema and metadata.
 
-Measured, each on the same files:
+Measured:
 
-(a) the full reconcile: the job itself (``cdc_backfill.spark.job.reconcile_landing``, what ``spark_jobs/reconcile.py`` calls): the stream files parsed
-    (the capture's lines in the JVM, ``spark.native``), windows found, READs judged, merged, the run
-    summary counted, and a new state version written as Parquet with its carry and metadata;
-(b) the bare Spark floor: ``spark.read.json`` with a fixed schema, latest event per key with
-    ``max_by``, Parquet; nothing else;
-(c) DuckDB: ``read_json`` with the same columns, ``arg_max`` per key, Parquet (2 threads, like local[2]);
+(a) capture -> typed log -> reconcile: the job itself (``cdc_backfill.spark.job.reconcile_landing``,
+    what ``spark_jobs/reconcile.py`` calls) over the log: windows found, READs judged, merged, the run
+    summary counted, a new state version written as Parquet with its carry and metadata;
+(b) its floor on the same typed files: ``spark.read.parquet``, latest event per key with ``max_by`` on
+    the position, Parquet; nothing else;
+(c) Debezium JSON files -> ``ingest`` -> reconcile: the JSON files ingested into a fresh landing zone
+    (``spark.ingest.ingest_landing``, what ``cdc-backfill ingest`` runs), then the same reconcile;
+(d) its floor, the old one: ``spark.read.json`` with a fixed schema, ``max_by``, Parquet;
+(e) DuckDB (2 threads, like local[2]) on the same typed files, and on the same JSON files: the
+    single-machine reference.
 
-and parsing alone, the Python path (``landing_events``) next to the JVM fast path, to a no-op sink.
 CPU seconds (the JVM and its Python workers, or this process for DuckDB) are printed beside wall time:
 on a shared machine they show how much of a wall figure was waiting for a core.
 
-    python -m bench.reconcile --events 1000000 [--skip-python-parse]
+    python -m bench.reconcile --events 1000000
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ import pyarrow.parquet as pq
 
 from bench.common import report
 from cdc_backfill.capture.landing import LandingWriter
-from cdc_backfill.capture.postgres import line_tail, row_line, source_prefix
-from cdc_backfill.layout import SNAPSHOT_DIR, STREAM_DIR
+from cdc_backfill.capture.lines import line_tail, row_line, source_prefix
+from cdc_backfill.eventlog.store import describe
+from cdc_backfill.eventlog.writer import LogWriter
+from cdc_backfill.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.shape import TableShape
 
@@ -66,39 +73,58 @@ COLUMNS = (
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
-# ---------------------------------------------------------------- the landing zone
+# ---------------------------------------------------------------- the landing zones
+
+JSON_DIR, LOG_DIR_NAME = "json", "log"  # <folder>/json: the JSON landing; <folder>/log: the typed one
+SIGNAL_COLUMNS = (PgColumn("id", "text", 25), PgColumn("type", "text", 25), PgColumn("data", "text", 25))
+# (table, op, key JSON, before JSON, after JSON, the row's text values for the log)
+Change = tuple[str, str, bytes, bytes, bytes, list[bytes | None]]
 
 
 @dataclass
 class Landing:
-    folder: Path
-    events: int = 0  # stream lines, watermarks included
-    files: int = 0
+    folder: Path  # holds json/ and log/
+    events: int = 0  # stream events, watermarks included
+    files: int = 0  # JSON stream files
     chunks: int = 0
     read_rows: int = 0
     live: set[int] = field(default_factory=set)  # keys alive at the end: the state must hold exactly these
 
+    @property
+    def json(self) -> Path:
+        return self.folder / JSON_DIR
+
+    @property
+    def log(self) -> Path:
+        return self.folder / LOG_DIR_NAME
+
 
 class _Stream:
-    """Transactions through the capture's own line builders (``capture.postgres.row_line``) and
-    LandingWriter, so the stream is the capture's byte layout by construction."""
+    """Transactions landed twice: as JSON lines through the capture's own line builders
+    (``capture.postgres.row_line``) and LandingWriter, and as the typed log through the capture's
+    LogWriter, at the same positions (commit LSN, LSN)."""
 
-    def __init__(self, folder: Path, roll_bytes: int) -> None:
-        self.writer = LandingWriter(folder, roll_bytes=roll_bytes, roll_seconds=1e9)
+    def __init__(self, landing: Landing, roll_bytes: int) -> None:
+        self.writer = LandingWriter(landing.json, roll_bytes=roll_bytes, roll_seconds=1e9)
+        self.log = LogWriter(landing.log, "bench", roll_events=500_000, roll_seconds=1e9)
+        self.versions = {
+            TABLE: describe(landing.log, COLLECTION, COLUMNS, ["id"]),
+            "cdc_signal": describe(landing.log, SIGNAL, SIGNAL_COLUMNS, ["id"]),
+        }
         self.lsn = 0x1_0000_0000
         self.txid = 1000
         self.clock_ms = 1_700_000_000_000
         self.lines = 0
 
-    def transaction(self, changes: list[tuple[str, str, bytes, bytes, bytes]]) -> None:
-        """(table, op, key, before, after) JSON parts of each change; one commit for all."""
+    def transaction(self, changes: list[Change]) -> None:
+        """One commit for all the changes."""
         first = self.lsn
         commit = first + 64 * len(changes)  # a commit LSN follows every change of its transaction
         self.txid += 1
         self.clock_ms += 1
         prefixes: dict[str, bytes] = {}
         tail = line_tail(self.clock_ms + 40)
-        for i, (table, op, key, before, after) in enumerate(changes):
+        for i, (table, op, key, before, after, values) in enumerate(changes):
             prefix = prefixes.get(table)
             if prefix is None:
                 prefix = prefixes[table] = source_prefix(
@@ -107,29 +133,46 @@ class _Stream:
                 )  # fmt: skip
             lsn = first + 64 * i
             self.writer.write(row_line(key, before, after, prefix, lsn, op, tail), commit, lsn)
+            coll = SIGNAL if table == "cdc_signal" else COLLECTION
+            self.log.write(coll, self.versions[table], op, (commit, lsn), values, self.clock_ms)
         self.lines += len(changes)
         self.lsn = commit + 64
         self.writer.commit_done(commit + 32)
+        self.log.commit_done(commit + 32)
         if self.writer.due:
             self.writer.roll()
+        if self.log.due:
+            self.log.roll()
 
     def watermark(self, row_id: str, kind: str) -> None:
         key = orjson.dumps({"id": row_id})
         data = json.dumps({"data-collection": COLLECTION, "signal": "bench"})
         after = orjson.dumps({"id": row_id, "type": kind, "data": data})
-        self.transaction([("cdc_signal", "c", key, b"null", after)])
+        self.transaction(
+            [("cdc_signal", "c", key, b"null", after, [row_id.encode(), kind.encode(), data.encode()])]
+        )
+
+    def close(self) -> None:
+        self.writer.roll()
+        self.log.roll()
 
 
-def _row_json(k: int, balance_cents: int, active: bool, micros: int) -> bytes:
-    ts = (EPOCH + dt.timedelta(microseconds=micros)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return (
-        f'{{"id":{k},"name":"customer {k}","email":"c{k}@example.org","balance":"{balance_cents // 100}.'
-        f'{balance_cents % 100:02d}","active":{"true" if active else "false"},"updated_at":"{ts}"}}'
+def _row(k: int, balance_cents: int, active: bool, micros: int) -> tuple[bytes, list[bytes | None]]:
+    """A customer row as Debezium's JSON and as the text values pgoutput sends."""
+    at = EPOCH + dt.timedelta(microseconds=micros)
+    balance = f"{balance_cents // 100}.{balance_cents % 100:02d}"
+    doc = (
+        f'{{"id":{k},"name":"customer {k}","email":"c{k}@example.org","balance":"{balance}",'
+        f'"active":{"true" if active else "false"},"updated_at":"{at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}"}}'
     ).encode()
+    text = [b"%d" % k, b"customer %d" % k, b"c%d@example.org" % k, balance.encode(), b"t" if active else b"f",
+            at.strftime("%Y-%m-%d %H:%M:%S.%f+00").encode()]  # fmt: skip
+    return doc, text
 
 
 def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48, seed: int = 1) -> Landing:
-    """About ``n`` stream events over ``n // 10`` keys, and snapshot chunks of the keys present at the start."""
+    """About ``n`` stream events over ``n // 10`` keys, and snapshot chunks of the keys present at the
+    start, in both landing zones."""
     rng = random.Random(seed)
     keys = max(20, n // 10)
     preexisting = keys // 2
@@ -138,25 +181,27 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
         k: (k * 7 % 100_000, True, k) for k in range(1, preexisting + 1)
     }
     out = Landing(folder)
-    stream = _Stream(folder, roll_mb << 20)
+    stream = _Stream(out, roll_mb << 20)
     shape = TableShape(COLLECTION, SCHEMA, TABLE, COLUMNS, ("id",), ("id",))
     schema = shape.arrow_schema()
-    chunk_dir = folder / SNAPSHOT_DIR / COLLECTION
-    chunk_dir.mkdir(parents=True)
+    chunk_dirs = [out.json / SNAPSHOT_DIR / COLLECTION, out.log / SNAPSHOT_DIR / COLLECTION]
+    for d in chunk_dirs:
+        d.mkdir(parents=True)
     n_chunks = (preexisting + chunk_size - 1) // chunk_size
     opens = {int((c + 1) * n / (n_chunks + 1)): c for c in range(n_chunks)}  # stream index -> chunk
     micros = preexisting
 
-    def change(k: int) -> tuple[str, str, bytes, bytes, bytes]:
+    def change(k: int) -> Change:
         nonlocal micros
         micros += 1
         key = b'{"id":%d}' % k
         if k in table and rng.random() < 0.15:
             del table[k]
-            return (TABLE, "d", key, key, b"null")
+            return (TABLE, "d", key, key, b"null", [b"%d" % k, None, None, None, None, None])
         op = "u" if k in table else "c"
         row = table[k] = (rng.randrange(10_000_000), rng.random() < 0.8, micros)
-        return (TABLE, op, key, key if op == "u" else b"null", _row_json(k, *row))
+        doc, text = _row(k, *row)
+        return (TABLE, op, key, key if op == "u" else b"null", doc, text)
 
     def chunk(c: int) -> None:
         lo, hi = c * chunk_size + 1, min(preexisting, (c + 1) * chunk_size)
@@ -181,9 +226,9 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
             "_cdc_collection": [COLLECTION] * n_rows,
             "_cdc_chunk_id": [chunk_id] * n_rows,
         }
-        pq.write_table(
-            pa.Table.from_pydict(data, schema=schema), chunk_dir / f"{chunk_id}.parquet", compression="zstd"
-        )
+        chunk_table = pa.Table.from_pydict(data, schema=schema)
+        for d in chunk_dirs:
+            pq.write_table(chunk_table, d / f"{chunk_id}.parquet", compression="zstd")
         out.chunks += 1
         out.read_rows += n_rows
 
@@ -195,7 +240,7 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
         stream.transaction([change(rng.randint(1, keys)) for _ in range(size)])
         for i in [i for i in opens if i < stream.lines]:  # an index skipped inside a transaction
             chunk(opens.pop(i))
-    stream.writer.roll()
+    stream.close()
     out.events = stream.lines
     out.files = stream.writer.files_written
     out.live = set(table)
@@ -205,20 +250,19 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
 def reuse_or_make_landing(folder: Path, n: int, chunk_size: int) -> Landing:
     """``make_landing`` once per folder: what it generated is described in ``bench-landing.json``."""
     described = folder / "bench-landing.json"
+    asked = [n, chunk_size, "json+log"]
     if described.exists():
         doc = json.loads(described.read_text())
-        if doc["asked"] == [n, chunk_size]:
+        if doc["asked"] == asked:
             return Landing(
                 folder, doc["events"], doc["files"], doc["chunks"], doc["read_rows"], set(doc["live"])
             )
-        raise SystemExit(
-            f"{folder} holds a landing zone of {doc['asked']} (events, chunk size), not {[n, chunk_size]}"
-        )
+        raise SystemExit(f"{folder} holds a landing zone of {doc['asked']}, not {asked}: give another folder")
     if folder.exists() and any(folder.iterdir()):
         raise SystemExit(f"{folder} is not empty and was not made by this benchmark")
     out = make_landing(folder, n, chunk_size=chunk_size)
     described.write_text(
-        json.dumps({"asked": [n, chunk_size], "events": out.events, "files": out.files, "chunks": out.chunks,
+        json.dumps({"asked": asked, "events": out.events, "files": out.files, "chunks": out.chunks,
                     "read_rows": out.read_rows, "live": sorted(out.live)})
     )  # fmt: skip
     return out
@@ -251,7 +295,8 @@ def measure(clock: CpuClock, fn: Any) -> tuple[float, float, Any]:
     return time.perf_counter() - t0, clock.read() - c0, out
 
 
-def spark_floor(spark: Any, stream: str, out: Path) -> None:
+def json_floor(spark: Any, stream: str, out: Path) -> None:
+    """(d) the old floor: JSON read with a fixed schema, the latest event per key, Parquet."""
     from pyspark.sql import functions as F
 
     schema = (
@@ -267,11 +312,30 @@ def spark_floor(spark: Any, stream: str, out: Path) -> None:
     latest.where(F.col("w.op") != "d").select("w.after.*").write.mode("overwrite").parquet(str(out))
 
 
-def duckdb_floor(stream: Path, out: Path, threads: int) -> None:
+def log_floor(spark: Any, files: str, out: Path) -> None:
+    """(b) the floor on the typed log: its Parquet files, the latest event per key by position, Parquet."""
+    from pyspark.sql import functions as F
+
+    names = [c.name for c in COLUMNS]
+    ev = spark.read.parquet(files)
+    latest = ev.groupBy("id").agg(
+        F.max_by(F.struct(F.col("_cdc_op").alias("op"), *names), F.col("_cdc_position")).alias("w")
+    )
+    latest.where(F.col("w.op") != "d").select(*[f"w.{n}" for n in names]).write.mode("overwrite").parquet(
+        str(out)
+    )
+
+
+def _duckdb(threads: int) -> Any:
     import duckdb
 
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
+    return con
+
+
+def duckdb_json_floor(stream: Path, out: Path, threads: int) -> None:
+    con = _duckdb(threads)
     columns = (
         "{'key': 'STRUCT(id VARCHAR)', 'value': 'STRUCT(op VARCHAR, source STRUCT(\"table\" VARCHAR, "
         "commit_lsn UBIGINT, lsn UBIGINT), after STRUCT(id VARCHAR, name VARCHAR, email VARCHAR, "
@@ -295,11 +359,22 @@ def duckdb_floor(stream: Path, out: Path, threads: int) -> None:
     con.close()
 
 
-def full_reconcile(spark: Any, landing: Path, state: Path) -> dict[str, Any]:
-    """The reconcile job's own run, from an empty state: what ``cdc-backfill reconcile`` does."""
-    from cdc_backfill.spark.job import reconcile_landing
-
-    return reconcile_landing(spark, landing, state)
+def duckdb_log_floor(files: str, out: Path, threads: int) -> None:
+    con = _duckdb(threads)
+    picked = ", ".join(f"w.{c.name} AS {c.name}" for c in COLUMNS)
+    con.execute(
+        f"""
+        COPY (
+            SELECT {picked} FROM (
+                SELECT arg_max(struct_pack(op := _cdc_op, {", ".join(f"{c.name} := {c.name}" for c in COLUMNS)}),
+                               _cdc_position) AS w
+                FROM read_parquet('{files}')
+                GROUP BY id
+            ) WHERE w.op <> 'd'
+        ) TO '{out}' (FORMAT parquet)
+        """
+    )
+    con.close()
 
 
 def main() -> None:
@@ -310,15 +385,14 @@ def main() -> None:
     ap.add_argument(
         "--driver-memory",
         default="2g",
-        help="the local session's heap (10M events run in 2g, spilling; 10g is faster)",
+        help="the local session's heap (2g, the job's own default)",
     )
-    ap.add_argument("--skip-python-parse", action="store_true", help="leave out the slow Python-path parse")
-    ap.add_argument("--keep", action="store_true", help="keep the landing zone (printed) for a look")
+    ap.add_argument("--keep", action="store_true", help="keep the landing zones (printed) for a look")
     ap.add_argument(
         "--landing",
         type=Path,
-        help="a landing zone to reuse (generated there first if empty, and kept): generating 10M events "
-        "takes minutes",
+        help="a folder to keep the generated landing zones in and reuse (generated there first if empty): "
+        "generating 10M events takes minutes",
     )
     args = ap.parse_args()
     threads = (
@@ -326,25 +400,26 @@ def main() -> None:
     )
 
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-reconcile-"))
-    landing_dir = args.landing.resolve() if args.landing else work / "landing"
-    stream = landing_dir / STREAM_DIR
+    folder = args.landing.resolve() if args.landing else work / "landing"
     try:
         t_gen0 = time.perf_counter()
-        landing = reuse_or_make_landing(landing_dir, args.events, args.chunk_size)
+        landing = reuse_or_make_landing(folder, args.events, args.chunk_size)
         t_gen = time.perf_counter() - t_gen0
         n = landing.events
-        size_mb = sum(f.stat().st_size for f in stream.glob("*.jsonl")) / 1e6
+        stream = landing.json / STREAM_DIR
+        json_mb = sum(f.stat().st_size for f in stream.glob("*.jsonl")) / 1e6
+        log_files = landing.log / LOG_DIR / COLLECTION / "v0001" / "*.parquet"
+        log_mb = sum(f.stat().st_size for f in (landing.log / LOG_DIR).rglob("*.parquet")) / 1e6
         print(
-            f"generated {n:,} events ({size_mb:.0f} MB in {landing.files} files), {landing.chunks} chunks of "
-            f"{landing.read_rows:,} READ rows, {len(landing.live):,} live keys, in {t_gen:.0f}s",
+            f"generated {n:,} events ({json_mb:.0f} MB of JSON in {landing.files} files; {log_mb:.0f} MB of "
+            f"typed log), {landing.chunks} chunks of {landing.read_rows:,} READ rows, {len(landing.live):,} "
+            f"live keys, in {t_gen:.0f}s",
             flush=True,
         )
 
-        from pyspark.sql import functions as F
-
-        from cdc_backfill.spark.landing import landing_events
-        from cdc_backfill.spark.lines import read_landing_lines
-        from cdc_backfill.spark.native import native_landing_events, native_rows
+        from cdc_backfill.ingest.columns import ColumnSources
+        from cdc_backfill.spark.ingest import ingest_landing
+        from cdc_backfill.spark.job import reconcile_landing
         from cdc_backfill.spark.session import build_session
 
         load_before = os.getloadavg()
@@ -356,68 +431,73 @@ def main() -> None:
         jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
         clock = CpuClock(jvm_pid)
 
-        def noop(df: Any) -> None:
-            df.write.format("noop").mode("overwrite").save()
+        # Warm-up on one file of each so that JIT, the first Python workers and file caches are billed
+        # to nobody.
+        json_floor(spark, str(sorted(stream.glob("*.jsonl"))[0]), work / "warm-json")
+        log_floor(spark, str(sorted(log_files.parent.glob("*.parquet"))[0]), work / "warm-log")
 
-        # Warm-up on one file so that JIT, the first Python workers and file caches are billed to nobody.
-        first = sorted(stream.glob("*.jsonl"))[0]
-        noop(native_landing_events(spark, str(first)))
-        spark_floor(spark, str(first), work / "warm")
-        native_share = (
-            native_rows(read_landing_lines(spark, str(stream)))
-            .agg(F.avg(F.col("_cdc_native").cast("double")))
-            .first()[0]
-        )
+        def check(state: Path) -> None:
+            current = state / COLLECTION / "current"
+            ids = {r[0] for r in spark.read.parquet(str(current)).select("id").collect()}
+            assert ids == landing.live, f"state has {len(ids)} keys, the source {len(landing.live)}"
 
         results: dict[str, tuple[float, float]] = {}
-        t, c, summary = measure(clock, lambda: full_reconcile(spark, landing_dir, work / "state"))
-        results["full"] = (t, c)
-        current = work / "state" / COLLECTION / "current"
-        state_ids = {r[0] for r in spark.read.parquet(str(current)).select("id").collect()}
-        assert state_ids == landing.live, f"state has {len(state_ids)} keys, the source {len(landing.live)}"
-        t, c, _ = measure(clock, lambda: spark_floor(spark, str(stream), work / "floor"))
-        results["floor"] = (t, c)
-        t, c, _ = measure(clock, lambda: noop(native_landing_events(spark, str(stream))))
-        results["native_parse"] = (t, c)
-        if not args.skip_python_parse:
-            t, c, _ = measure(clock, lambda: noop(landing_events(spark, str(stream))))
-            results["python_parse"] = (t, c)
+        t, c, summary = measure(clock, lambda: reconcile_landing(spark, landing.log, work / "state-log"))
+        results["log"] = (t, c)
+        check(work / "state-log")
+        t, c, _ = measure(clock, lambda: log_floor(spark, str(log_files.parent), work / "floor-log"))
+        results["log_floor"] = (t, c)
+        # (c): the JSON files ingested into a fresh landing zone holding the same READ chunks
+        fresh = work / "ingested"
+        shutil.copytree(landing.json / SNAPSHOT_DIR, fresh / SNAPSHOT_DIR)
+        t, c, ingested = measure(
+            clock, lambda: ingest_landing(spark, fresh, [stream], ColumnSources(fresh, SIGNAL))
+        )
+        results["ingest"] = (t, c)
+        t, c, _ = measure(clock, lambda: reconcile_landing(spark, fresh, work / "state-json"))
+        results["ingest_reconcile"] = (t, c)
+        results["json"] = (results["ingest"][0] + t, results["ingest"][1] + c)
+        check(work / "state-json")
+        t, c, _ = measure(clock, lambda: json_floor(spark, str(stream), work / "floor-json"))
+        results["json_floor"] = (t, c)
         spark.stop()
         me = CpuClock(os.getpid())
-        t, c, _ = measure(me, lambda: duckdb_floor(stream, work / "duck.parquet", threads))
-        results["duckdb"] = (t, c)
+        t, c, _ = measure(me, lambda: duckdb_log_floor(str(log_files), work / "duck-log.parquet", threads))
+        results["duckdb_log"] = (t, c)
+        t, c, _ = measure(me, lambda: duckdb_json_floor(stream, work / "duck-json.parquet", threads))
+        results["duckdb_json"] = (t, c)
         load_after = os.getloadavg()
     finally:
-        if args.landing:
-            shutil.rmtree(work, ignore_errors=True)
-        elif args.keep:
-            print(f"landing zone kept in {landing_dir}")
+        if args.keep and not args.landing:
+            print(f"landing zones kept in {folder}")
+            shutil.rmtree(work / "state-log", ignore_errors=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
-
-    floor_t = results["floor"][0]
 
     def row(measure_: str, name: str, reference: str = "") -> dict[str, Any]:
         t, c = results[name]
         return {"measure": measure_, "items": n, "seconds": t, "rate": n / t, "cpu_seconds": round(c, 1),
                 "reference": reference}  # fmt: skip
 
+    def times(name: str, floor: str) -> str:
+        return f"{results[name][0] / results[floor][0]:.2f}x {'(b)' if floor == 'log_floor' else '(d)'}"
+
     rows = [
-        row(f"(a) full reconcile, Spark {args.master}", "full",
-            f"{results['full'][0] / floor_t:.2f}x the floor (goal <= 1.5x)"),
-        row("(b) floor: read.json + max_by + Parquet", "floor"),
-        row(f"(c) DuckDB ({threads} threads): read_json + arg_max", "duckdb",
-            f"{floor_t / results['duckdb'][0]:.1f}x faster than (b)"),
-        row("parse only: JVM fast path (spark.native)", "native_parse", f"{native_share:.1%} of lines native"),
+        row(f"(a) typed log -> reconcile, Spark {args.master}", "log", times("log", "log_floor") + " (goal <= 1.5x)"),
+        row("(b) floor: read.parquet(log) + max_by + Parquet", "log_floor"),
+        row("(c) JSON -> ingest -> reconcile", "json", times("json", "json_floor") + " (goal <= 1.5x)"),
+        row("      of which ingest", "ingest", times("ingest", "json_floor")),
+        row("      of which reconcile", "ingest_reconcile", times("ingest_reconcile", "json_floor")),
+        row("(d) floor: read.json + max_by + Parquet", "json_floor"),
+        row(f"(e) DuckDB ({threads} threads) on the typed log", "duckdb_log",
+            f"{results['log_floor'][0] / results['duckdb_log'][0]:.1f}x faster than (b)"),
+        row(f"    DuckDB ({threads} threads) on the JSON", "duckdb_json",
+            f"{results['json_floor'][0] / results['duckdb_json'][0]:.1f}x faster than (d)"),
     ]  # fmt: skip
-    if "python_parse" in results:
-        rows.append(
-            row("parse only: Python path (landing_events)", "python_parse",
-                f"{results['python_parse'][0] / results['native_parse'][0]:.1f}x the fast path")
-        )  # fmt: skip
     meta = {
         "events": n,
-        "megabytes": round(size_mb, 1),
+        "json_megabytes": round(json_mb, 1),
+        "log_megabytes": round(log_mb, 1),
         "files": landing.files,
         "chunks": landing.chunks,
         "read_rows": landing.read_rows,
@@ -425,7 +505,7 @@ def main() -> None:
         "generate_s": round(t_gen, 1),
         "spark_session_start_s": round(t_start, 1),
         "run_summary": summary,
-        "native_share": native_share,
+        "ingest_summary": ingested,
         "loadavg_before": load_before,
         "loadavg_after": load_after,
         "cpu_count": os.cpu_count(),
@@ -433,8 +513,8 @@ def main() -> None:
     }
     report(f"reconcile_{args.events}", rows, meta)
     print(
-        f"({size_mb:.0f} MB of JSON lines in {landing.files} files; Spark session start {t_start:.1f}s, not "
-        f"counted; CPU s: "
+        f"({json_mb:.0f} MB of JSON lines in {landing.files} files, {log_mb:.0f} MB of typed log; Spark session "
+        f"start {t_start:.1f}s, not counted; CPU s: "
         + ", ".join(f"{k} {c:.0f}" for k, (_t, c) in results.items())
         + f"; load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} cores)"
     )

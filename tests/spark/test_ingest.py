@@ -132,7 +132,7 @@ def test_ingest_then_reconcile_applies_every_rule(spark, tmp_path: Path, fmt: st
     info = reconcile_landing(spark, landing, state, [enc.collection], enc.signal)["collections"][
         enc.collection
     ]
-    assert info["stream_files_read"] == 0  # everything from the log
+    assert info["events_applied"] > 0  # from the log
     rows = spark.read.parquet(str(state / enc.collection / "current")).collect()
     assert {r["id"]: {"id": r["id"], "v": r["v"], "big": r["big"]} for r in rows} == script.truth
 

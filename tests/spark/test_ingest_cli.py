@@ -5,6 +5,7 @@ catalog; a typo refused in one line."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,14 @@ def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(
     landing = tmp_path / "lake"
     snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=29, seed_value=3, format="json")
     files = sorted(p.name for p in stream_dir(landing).iterdir())
-    done = cli(tmp_path, "ingest", "--landing", "lake", "--master", "local[2]")
+    # the reconcile refuses JSON, in one line, with the command that moves it
+    refused = cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"holds {len(files)} JSON stream file(s)" in refused.stderr
+    assert not (tmp_path / "state").exists()
+    printed = shlex.split(refused.stderr.split("`")[1])
+    assert printed[:1] == ["cdc-backfill"]
+    done = cli(tmp_path, *printed[1:])  # as printed
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary["files"] == len(files) and summary["quarantined"] == 0 and summary["moved"] == len(files)

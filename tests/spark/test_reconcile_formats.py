@@ -119,7 +119,7 @@ def test_a_rerun_with_nothing_new_changes_nothing(spark, tmp_path: Path, fmt: st
     land_all(script, enc, landing)
     reconcile(spark, landing, state, enc)
     again = reconcile(spark, landing, state, enc)
-    assert again["stream_files_read"] == 0 and again["reads"] == 0
+    assert again["events_applied"] == 0 and again["reads"] == 0
     assert state_rows(spark, state, enc) == script.truth
     log = json.loads((state / enc.collection / "_log.json").read_text())
     assert [v["version"] for v in log] == [1, 2]

@@ -65,7 +65,7 @@ def test_reconcile_job_writes_versioned_states_equal_to_the_source(fresh_db: str
         writers.stop()
     drain(fresh_db, landing)
     summary = run_reconcile(landing, state)
-    assert summary["quarantined"] == 0
+    assert summary["events"] > 0  # the log read (nothing is quarantined at the reconcile: ingest does that)
     for coll in ("public.orders", "public.lines"):
         columns, key = columns_of(fresh_db, coll)
         want = source_state(fresh_db, coll, key)

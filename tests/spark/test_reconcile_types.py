@@ -65,7 +65,7 @@ def test_every_type_reaches_the_state_as_the_source_has_it(spark, fresh_db: str,
     engine.dispose()
     drain(fresh_db, landing)
     summary = reconcile_landing(spark, landing, state)
-    assert summary["quarantined"] == 0
+    assert summary["events"] > 0  # the log read (nothing is quarantined at the reconcile: ingest does that)
     columns, key = columns_of(fresh_db, "public.kinds")
     want = source_state(fresh_db, "public.kinds", key)
     got = {}

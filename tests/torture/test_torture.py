@@ -84,7 +84,7 @@ def test_state_equals_the_source_under_random_concurrent_writes(
         summary = reconcile_landing(spark, landing, state)
         assert all(info["rows_with_unknown_columns"] == 0 for info in summary["collections"].values())
     assert ops > 0 and hook.windows >= hook.truncate_at, "the writers and the truncate happened"
-    assert summary["quarantined"] == 0
+    assert summary["events"] > 0  # the log read (nothing is quarantined at the reconcile: ingest does that)
     diverged = []
     for coll in TABLES:
         columns, key = columns_of(fresh_db, coll)

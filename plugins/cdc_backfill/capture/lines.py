@@ -1,6 +1,6 @@
 """The line layout of the stream: each row event is what Debezium's PostgreSQL connector writes (JSON
-converter, schemas off) plus ``source.commit_lsn``; ``spark.native`` proves lines against this layout and
-the benchmark builds its stream with these functions too. Also each table's schema document."""
+converter, schemas off) plus ``source.commit_lsn``, what ``capture postgres --format json`` lands; the
+benchmark builds its JSON stream with these functions too. Also each table's schema document."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def source_block(
     txid: int | None,
     commit_lsn: int,
 ) -> dict[str, Any]:
-    """Every event's source block without its ``lsn``, in the order ``spark.native`` expects it."""
+    """Every event's source block without its ``lsn``, in Debezium's order."""
     return {
         "version": version,
         "connector": "postgresql",
@@ -79,8 +79,8 @@ def line_tail(ts_ms: int) -> bytes:
 
 
 def row_line(key: bytes, before: bytes, after: bytes, prefix: bytes, lsn: int, op: str, tail: bytes) -> bytes:
-    """One row event (or truncate) as the capture lands it; ``spark.native`` proves lines against this
-    layout, so the benchmark builds its stream with this function too."""
+    """One row event (or truncate) as the capture lands it; the benchmark builds its stream with this
+    function too."""
     return b"".join(
         (
             b'{"key":',

@@ -78,7 +78,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     kinds = cap.add_subparsers(dest="capture_command", metavar="ACTION", required=True)
     pg = kinds.add_parser(
         "postgres",
-        help="pgoutput logical replication to JSON lines (Debezium's shape plus the commit LSN)",
+        help="pgoutput logical replication to the typed event log (or Debezium-shaped JSON lines)",
         epilog=CAPTURE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -86,7 +86,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--source", metavar="URL", help="SQLAlchemy URL (default: CDC_BACKFILL_SOURCE_URL or config)"
     )
     pg.add_argument(
-        "--landing", required=True, metavar="DIR", help="the landing zone (stream files go to DIR/stream)"
+        "--landing", required=True, metavar="DIR", help="the landing zone (the log goes to DIR/log)"
     )
     pg.add_argument(
         "--slot", default=DEFAULT_SLOT, help=f"replication slot (default {DEFAULT_SLOT}; created if missing)"
@@ -106,7 +106,8 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--format",
         choices=("log", "json"),
         default="log",
-        help="land the typed event log in log/ (default, DESIGN.md 5.0) or JSON lines in stream/ (the earlier format)",
+        help="land the typed event log in log/ (default, DESIGN.md 5.0) or JSON lines in stream/ (the earlier "
+        "format: `cdc-backfill ingest` moves them into the log before a reconcile)",
     )
     pg.add_argument("--roll-mb", type=float, default=64, help="finish a file at this size (default 64)")
     pg.add_argument("--roll-seconds", type=float, default=30, help="or at this age (default 30)")

@@ -14,12 +14,19 @@ from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 
 
 def _cmd_reconcile(args: argparse.Namespace) -> int:
+    from cdc_backfill.reconcile.runs import unmoved_json_reason
     from cdc_backfill.spark.submit import reconcile_command, submit_environ
 
     if "://" not in args.landing and not Path(args.landing).is_dir():
         print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder the capture and "
               "snapshots write to)", file=sys.stderr)  # fmt: skip
         return 2
+    if "://" not in args.landing:
+        # refused here, before a Spark session starts; the job refuses the same (a remote landing zone)
+        unmoved = unmoved_json_reason(Path(args.landing))
+        if unmoved:
+            print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
+            return 2
     cmd = reconcile_command(
         args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
         signal_collection=args.signal_table,
@@ -63,7 +70,7 @@ def is_summary_line(line: str) -> bool:
 def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     rec = sub.add_parser(
         "reconcile",
-        help="rebuild each collection's state from the landed stream and READ chunks (Spark)",
+        help="rebuild each collection's state from the typed log and READ chunks (Spark)",
         epilog="examples:\n  cdc-backfill reconcile --landing lake/ --state state/\n"
         "  cdc-backfill reconcile --landing s3a://lake/ --state s3a://state/ --master spark://host:7077 --print-command",
         formatter_class=argparse.RawDescriptionHelpFormatter,

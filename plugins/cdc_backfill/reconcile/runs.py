@@ -1,8 +1,9 @@
-"""What one reconcile run of a collection starts from: the stream files and READ chunks it has not
-read yet, and what the previous run left (plain file reads, no Spark; the job does the rest).
+"""What one reconcile run of a collection starts from: the READ chunks it has not judged yet and what
+the previous run left (plain file reads, no Spark; the job does the rest), and whether the landing
+zone can be reconciled at all.
 
-Each state version keeps, beside its rows, ``_cdc_meta.json`` (the stream files read so far, the READ
-chunks judged so far, the stream position the state is complete up to) and ``_cdc_carry/`` (see
+Each state version keeps, beside its rows, ``_cdc_meta.json`` (the READ chunks judged so far, the
+stream position the state is complete up to) and ``_cdc_carry/`` (see
 ``cdc_backfill.spark.reconcile.carry``). Both names start with ``_``, so Spark, DuckDB and pandas
 reading the version's folder leave them out.
 """
@@ -10,6 +11,7 @@ reading the version's folder leave them out.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,13 +24,11 @@ from cdc_backfill.layout import CARRY_DIR, META_FILE, STREAM_SUFFIXES, snapshot_
 class RunMeta:
     """What a state version has consumed."""
 
-    files: frozenset[str] = frozenset()  # stream files, relative to the stream folder
     judged: frozenset[str] = frozenset()  # READ chunk ids judged: their rows kept or dropped, never again
     position: tuple[int, ...] | None = None  # the state is complete up to here
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "files": sorted(self.files),
             "judged_chunks": sorted(self.judged),
             "position": list(self.position) if self.position is not None else None,
         }
@@ -36,8 +36,8 @@ class RunMeta:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> RunMeta:
         pos = doc.get("position")
+        # "files", the JSON stream files read by an earlier release, is left out: the log has them now
         return cls(
-            frozenset(doc.get("files", ())),
             frozenset(doc.get("judged_chunks", doc.get("applied_chunks", ()))),  # the earlier name
             tuple(int(p) for p in pos) if pos is not None else None,
         )
@@ -50,7 +50,6 @@ class RunInput:
     collection: str
     previous: Path | None  # the current version's folder, if any
     meta: RunMeta = field(default_factory=RunMeta)
-    new_files: tuple[str, ...] = ()
     chunks: tuple[Path, ...] = ()  # READ chunk files not applied yet
 
     @property
@@ -62,7 +61,7 @@ class RunInput:
 
 
 def stream_files(landing: Path) -> list[str]:
-    """Every landed stream file, relative to the stream folder, in name order (finished files only:
+    """Every landed JSON stream file, relative to the stream folder, in name order (finished files only:
     writers land ``.part``/hidden files and rename them)."""
     root = stream_dir(landing)
     if not root.is_dir():
@@ -74,24 +73,40 @@ def stream_files(landing: Path) -> list[str]:
     )
 
 
+def unmoved_json_reason(landing: Path) -> str | None:
+    """Why the landing zone cannot be reconciled yet, if it holds JSON stream files: the reconcile
+    reads the typed log only, and ``ingest`` moves them into it (pure but for listing the folder)."""
+    files = stream_files(landing)
+    if not files:
+        return None
+    return (
+        f"{stream_dir(landing)}/ holds {len(files)} JSON stream file(s), which the reconcile does not read: "
+        f"move them into the typed log with `{ingest_hint(landing)}`, then reconcile again"
+    )
+
+
+def ingest_hint(landing: Path) -> str:
+    """The command that moves a landing zone's JSON stream files into its log, as the user runs it."""
+    return f"cdc-backfill ingest --landing {shlex.quote(str(landing))}"
+
+
 def read_meta(version: Path | None) -> RunMeta:
     if version is None or not (version / META_FILE).exists():
         return RunMeta()
     return RunMeta.from_json(json.loads((version / META_FILE).read_text()))
 
 
-def plan_run(landing: Path, collection: str, previous: Path | None, files: Iterable[str]) -> RunInput:
+def plan_run(landing: Path, collection: str, previous: Path | None) -> RunInput:
     meta = read_meta(previous)
-    new_files = tuple(f for f in files if f not in meta.files)
     chunk_dir = snapshot_dir(landing, collection)
     chunks = tuple(
         p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.judged
     ) if chunk_dir.is_dir() else ()  # fmt: skip
-    return RunInput(collection, previous, meta, new_files, chunks)
+    return RunInput(collection, previous, meta, chunks)
 
 
 def next_meta(run: RunInput, judged_now: Iterable[str], position: Iterable[int] | None) -> RunMeta:
     pos = tuple(int(p) for p in position) if position is not None else None
     if run.meta.position is not None and (pos is None or pos < run.meta.position):
         pos = run.meta.position
-    return RunMeta(run.meta.files | frozenset(run.new_files), run.meta.judged | frozenset(judged_now), pos)
+    return RunMeta(run.meta.judged | frozenset(judged_now), pos)

@@ -1,4 +1,5 @@
-"""Landing-zone JSON lines to canonical events at scale, with the same parser as the pure-Python path.
+"""Files of JSON change events to canonical events at scale, with the same parser as the pure-Python
+path: what ``ingest`` reads before it types the events into the log.
 
 Each landing file is parsed whole by one Python worker (``mapInArrow``), so every record keeps its file
 and line, and the Spark path can never disagree with ``cdc-backfill events parse``. Landing files are
@@ -26,7 +27,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_backfill.events.model import ChangeEvent, Quarantined, dumps
+from cdc_backfill.events.model import Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
 from cdc_backfill.events.positions import position_key
 
@@ -154,33 +155,6 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
                     yield flush()
     if file:
         yield flush()
-
-
-def line_rows(item: list[ChangeEvent] | Quarantined) -> list[tuple[Any, ...]]:
-    """One parsed line as rows of ``PARSED_SCHEMA`` without ``file`` and ``line`` (the caller knows them).
-
-    The per-line form of what :func:`_parse_batches` appends column by column (that loop is kept
-    unrolled for speed); ``tests/spark/test_native.py`` checks that the two agree.
-    """
-    if isinstance(item, Quarantined):
-        return [(None, None, None, None, None, None, None, None, None, None, item.reason, item.record)]
-    return [
-        (
-            ev.collection,
-            ev.op,
-            _json(ev.key),
-            _json(ev.before),
-            _json(ev.after),
-            list(ev.unchanged),
-            position_key(ev.position),
-            ev.source_ts_ms,
-            ev.format,
-            ev.snapshot,
-            None,
-            None,
-        )
-        for ev in item
-    ]
 
 
 def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:

@@ -6,8 +6,9 @@ Columns: ``_cdc_position`` (binary key), ``_cdc_op``, ``_cdc_unchanged``, ``_cdc
 a snapshot chunk and from a log file alike). The signal collection's rows have ``id``, ``type`` and
 ``data`` as text.
 
-They come from the log's files as they are (:func:`read_log_rows`), or from canonical events parsed
-out of JSON lines (:func:`as_log_rows`, :func:`as_signal_rows`), which types each value once, here.
+They come from the log's files as they are (:func:`read_log_rows`); ``ingest`` makes them from
+canonical events parsed out of JSON lines (:func:`as_log_rows`, :func:`as_signal_rows`), which types
+each value once, here.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_t
 from cdc_backfill.spark.positions import POSITION_TYPE
 
 SIGNAL_COLUMNS = ("id", "type", "data")
-# The canonical event columns that become log rows (not ``before``, the format or the timestamp).
-STREAM_COLUMNS = ("collection", "op", "key", "after", "unchanged", "position", "file", "line")
 META_COLUMNS = (POSITION, OP, UNCHANGED, ORIGIN, LINE)
 _META_TYPES = {
     POSITION: POSITION_TYPE,

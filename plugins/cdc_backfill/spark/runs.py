@@ -1,27 +1,24 @@
 """One incremental reconcile run of one collection (DESIGN.md §6 rule 6), for the job entry point.
 
-``read_*`` are the I/O edge (reading landed files, the previous version and its carry, like
-``landing_events``); :func:`reconcile_run` only transforms and counts.
+``read_run`` is the I/O edge (the previous version, its carry and the READ chunks);
+:func:`reconcile_run` only transforms and counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.schema import OP, OPS, POSITION
-from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS, stream_dir
+from cdc_backfill.eventlog.schema import OP, POSITION
+from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import RunInput, next_meta
-from cdc_backfill.spark.landing import parse_landing_files
 from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows, log_schema, signal_schema
-from cdc_backfill.spark.native import native_landing_events
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.spark.reconcile import (
     HAD_PREVIOUS,
@@ -38,31 +35,6 @@ from cdc_backfill.spark.reconcile import (
     windows,
 )
 from cdc_backfill.spark.state import spark_schema_of
-
-
-def read_new_events(spark: SparkSession, landing: Path, files: Sequence[str]) -> DataFrame:
-    """Parsed rows (events and quarantined records) of the given stream files.
-
-    The capture's own lines are parsed in the JVM (``spark.native``); any other line goes through the
-    Python parser and gives the same rows it would alone.
-    """
-    paths = [str(stream_dir(landing) / f) for f in files]
-    if not paths:
-        return spark.createDataFrame([], "path string, content binary").transform(parse_landing_files)
-    return native_landing_events(spark, paths)
-
-
-def untyped_counts(
-    parsed: DataFrame, typed: Sequence[str], scope: Sequence[str] | None
-) -> list[tuple[str, str, int]]:
-    """(file, collection, events) of row events whose collection nothing types (the signal table and
-    ``typed`` left out; only collections in ``scope`` when one is given). Small: files x collections."""
-    rows = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
-    rows &= ~F.col("collection").isin(list(typed))
-    if scope is not None:
-        rows &= F.col("collection").isin(list(scope))
-    counted = parsed.where(rows).groupBy("file", "collection").count().collect()
-    return [(r["file"], r["collection"], r["count"]) for r in counted]
 
 
 @dataclass(frozen=True)
@@ -197,7 +169,6 @@ def reconcile_run(
         # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
         "rows_with_unknown_columns": counted["unknown"],
         "position": list(meta.position) if meta.position is not None else None,
-        "stream_files_read": len(run.new_files),
         "events_applied": totals["applied"],
         "deletes": totals["deletes"],
         "late_events_ignored": totals["late"],  # at or before the previous state's position: in it
