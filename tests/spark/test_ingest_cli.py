@@ -16,7 +16,7 @@ from cdc_backfill.eventlog.store import log_files
 from cdc_backfill.layout import ingested_stream_dir, stream_dir
 from cdc_backfill.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
-from tests.support.pg import plain_url, snapshot_under_writers, sql
+from tests.support.pg import drain, plain_url, snapshot_under_writers, sql
 from tests.support.workload import seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
@@ -94,3 +94,26 @@ def test_typos_are_refused_in_one_line(tmp_path: Path) -> None:
         "cdc-backfill ingest: types.json: public.t.id: unknown type 'bigitn'; use PostgreSQL type names "
         "(bigint, numeric(12,2), text, timestamptz, boolean, date, bytea, ...)"
     )
+
+
+def test_a_capture_goes_on_after_its_json_was_ingested_with_nothing_lost_or_twice(
+    spark, fresh_db: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.spark.ingest import ingest_landing
+
+    sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)")
+    landing = tmp_path / "lake"
+    drain(fresh_db, landing, format="json")
+    sql(fresh_db, "INSERT INTO t SELECT i, 'a' FROM generate_series(1, 100) i")
+    drain(fresh_db, landing, format="json")
+    ingest_landing(spark, landing, None, ColumnSources(landing, "public.cdc_signal"))
+    sql(fresh_db, "UPDATE t SET v = 'b' WHERE id <= 50", "DELETE FROM t WHERE id > 90")
+    drain(fresh_db, landing, format="json")  # the JSON capture goes on from the log's position
+    sql(fresh_db, "INSERT INTO t SELECT i, 'c' FROM generate_series(101, 120) i")
+    drain(fresh_db, landing)  # and the log capture from there
+    ingest_landing(spark, landing, None, ColumnSources(landing, "public.cdc_signal"))
+    run = reconcile_landing(spark, landing, tmp_path / "state")
+    assert run["collections"]["public.t"]["events_applied"] == 100 + 50 + 10 + 20
+    got = keyed_state(spark.read.parquet(str(tmp_path / "state" / "public.t" / "current")).collect(), ["id"])
+    assert got == source_state(fresh_db, "public.t", ["id"])
