@@ -158,3 +158,67 @@ def test_the_ingest_command_line() -> None:
     assert cmd[:5] == ["spark-submit", "--master", "spark://h:7077", "--name", "cdc_backfill_ingest"]
     job = cmd.index(next(c for c in cmd if c.endswith("spark_jobs/ingest.py")))
     assert cmd[job + 1 :] == ["--landing", "lake/", "topics/a", "--catalog", "--column-types", "t.json"]
+
+
+def _wrapped(n: int, op: str, row: dict[str, Any] | None, key: int) -> dict[str, Any]:
+    """A record of a Kafka sink with the JSON converter's schemas on: semantic types as Debezium writes
+    them (days, microseconds, a Decimal as base64 of its unscaled bytes)."""
+    fields = [
+        {"field": "id", "type": "int32", "optional": False},
+        {"field": "day", "type": "int32", "name": "io.debezium.time.Date", "optional": True},
+        {"field": "at", "type": "int64", "name": "io.debezium.time.MicroTimestamp", "optional": True},
+        {"field": "tm", "type": "int64", "name": "io.debezium.time.MicroTime", "optional": True},
+        {"field": "amount", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "optional": True,
+         "parameters": {"scale": "2", "connect.decimal.precision": "12"}},
+    ]  # fmt: skip
+    row_schema = {"type": "struct", "name": "app.public.pay.Value", "optional": True, "fields": fields}
+    envelope = {"type": "struct", "name": "app.public.pay.Envelope", "fields": [
+        {**row_schema, "field": "before"}, {**row_schema, "field": "after"},
+        {"type": "struct", "field": "source", "fields": []}, {"type": "string", "field": "op"},
+    ]}  # fmt: skip
+    source = {"connector": "postgresql", "schema": "public", "table": "pay", "db": "app", "lsn": n * 64,
+              "commit_lsn": n * 64, "ts_ms": 1_700_000_000_000}  # fmt: skip
+    value = {"op": op, "before": None if op != "d" else {"id": key}, "after": row, "source": source}
+    key_schema = {
+        "type": "struct",
+        "name": "app.public.pay.Key",
+        "fields": [{"field": "id", "type": "int32"}],
+    }
+    return {
+        "key": {"schema": key_schema, "payload": {"id": key}},
+        "value": {"schema": envelope, "payload": value},
+    }
+
+
+def test_types_come_from_the_records_schema_wrapper(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import base64
+    import datetime as dt
+
+    def amount(cents: int) -> str:
+        return base64.b64encode(cents.to_bytes(8, "big", signed=True)).decode()
+
+    rows = [
+        _wrapped(1, "c", {"id": 1, "day": 19723, "at": 1704067200000001, "tm": 45296500000, "amount": amount(1230)}, 1),
+        _wrapped(2, "c", {"id": 2, "day": None, "at": None, "tm": 0, "amount": amount(-5)}, 2),
+        _wrapped(3, "u", {"id": 1, "day": 19724, "at": 1704067200000001, "tm": 45296500000, "amount": amount(99)}, 1),
+        _wrapped(4, "d", None, 2),
+    ]  # fmt: skip
+    inbox, landing = tmp_path / "sink", tmp_path / "landing"
+    inbox.mkdir()
+    (inbox / "app.public.pay-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = ingest(spark, landing, [inbox])  # no catalog, no column-type file: the wrapper types it
+    assert summary["events"] == 4 and summary["quarantined"] == 0
+    schema = read_schema(landing, "public.pay")
+    assert schema.key == ("id",)
+    assert [(c.name, c.type) for c in schema.current.columns] == [
+        ("id", "integer"), ("day", "date"), ("at", "timestamp without time zone"),
+        ("tm", "time without time zone"), ("amount", "numeric(12,2)"),
+    ]  # fmt: skip
+    reconcile_landing(spark, landing, tmp_path / "state", ["public.pay"])
+    [got] = [
+        r.asDict() for r in spark.read.parquet(str(tmp_path / "state" / "public.pay" / "current")).collect()
+    ]
+    assert {k: got[k] for k in ("id", "day", "at", "tm", "amount")} == {
+        "id": 1, "day": dt.date(2024, 1, 2), "at": dt.datetime(2024, 1, 1, 0, 0, 0, 1),
+        "tm": "12:34:56.5", "amount": Decimal("0.99"),
+    }  # fmt: skip

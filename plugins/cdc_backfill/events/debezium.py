@@ -49,6 +49,15 @@ def split_record(record: dict[str, Any]) -> tuple[Any, Any, bool]:
     return None, record, False
 
 
+def record_schemas(record: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(key schema, value schema) a record's ``{schema, payload}`` wrappers carry; None for a part
+    written without one."""
+    if not isinstance(record, dict):
+        return None, None
+    key_part, value_part, _ = split_record(record)
+    return unwrap(key_part)[0], unwrap(value_part)[0]
+
+
 def delivery_offset(record: dict[str, Any]) -> tuple[int, ...] | None:
     """A Kafka (partition, offset) that a sink kept beside key and value: the delivery order."""
     if "offset" in record and "value" in record:

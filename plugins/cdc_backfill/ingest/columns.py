@@ -122,7 +122,8 @@ def catalog_columns(url: str) -> Callable[[str], Described | None]:
 
 
 class ColumnSources:
-    """Where a run of ``ingest`` finds columns and keys: the landing zone, the source's catalog, the
+    """Where a run of ``ingest`` finds columns and keys: the records' own ``{schema, payload}`` wrappers
+    (``wrapped``, known once the files are parsed), the landing zone, the source's catalog, the
     column-type file (in that order)."""
 
     def __init__(
@@ -131,13 +132,21 @@ class ColumnSources:
         signal_collection: str,
         source: Callable[[str], Described | None] | None = None,
         given: dict[str, Described] | None = None,
+        wrapped: dict[str, Described] | None = None,
     ) -> None:
         self.landing = Path(landing)
         self.signal_collection = signal_collection
         self.source = source
         self.given = given or {}
+        self.wrapped = wrapped or {}
+
+    def with_wrapped(self, wrapped: dict[str, Described]) -> ColumnSources:
+        """The same sources, with what the parsed records' wrappers say first."""
+        return ColumnSources(self.landing, self.signal_collection, self.source, self.given, wrapped)
 
     def find(self, collection: str) -> Described | None:
+        if collection in self.wrapped:
+            return self.wrapped[collection]
         try:
             return collection_columns(self.landing, collection)
         except FileNotFoundError:

@@ -36,28 +36,35 @@ def spark_type(col: PgColumn) -> T.DataType:
 
 
 def debezium_json_type(col: PgColumn) -> T.DataType:
-    """How the column's value is written in a Debezium event (before conversion)."""
+    """How the column's value is read out of a Debezium event's JSON (before conversion). Dates, times
+    and timestamps are read as text: Debezium writes them as numbers (days, microseconds), and the
+    parser writes them as ISO-8601 once it has decoded them with a ``{schema, payload}`` wrapper; a
+    JSON number read as text is its digits."""
     kind = col.kind
     if kind in ("int", "float", "bool"):
         return spark_type(col)
-    if kind in ("date",):
-        return T.IntegerType()
-    if kind in ("timestamp", "time"):
-        return T.LongType()
-    return T.StringType()  # numeric, timestamptz, bytea (base64), text, json, uuid, arrays
+    return T.StringType()  # numeric, dates and times, timestamptz, bytea (base64), text, json, uuid, arrays
+
+
+_DIGITS = r"^-?[0-9]+$"
 
 
 def from_debezium(col: PgColumn, value: Column) -> Column:
     kind = col.kind
     target = spark_type(col)
+    digits = value.rlike(_DIGITS)
     if kind == "numeric":
         return value.cast(target)
     if kind == "date":
-        return F.date_add(F.lit("1970-01-01").cast("date"), value)
+        days = F.date_add(F.lit("1970-01-01").cast("date"), value.cast("int"))
+        return F.when(digits, days).otherwise(F.to_date(value))
     if kind == "timestamp":
-        return F.timestamp_micros(value).cast(T.TimestampNTZType())
+        micros = F.timestamp_micros(value.cast("long")).cast(T.TimestampNTZType())
+        return F.when(digits, micros).otherwise(F.to_timestamp_ntz(value))
     if kind == "time":
-        return time_text(value)
+        # ISO-8601 of a decoded time keeps the fraction's trailing zeros; the server's text does not
+        iso = F.regexp_replace(F.regexp_replace(value, r"(\.[0-9]*?)0+$", "$1"), r"\.$", "")
+        return F.when(digits, time_text(value.cast("long"))).otherwise(iso)
     if kind == "array":
         return array_text(col, value)
     if kind == "timestamptz":

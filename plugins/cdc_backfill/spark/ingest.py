@@ -29,6 +29,7 @@ from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_atomically
 from cdc_backfill.ingest.columns import ColumnSources, Described
+from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.layout import (
     LOG_DIR,
@@ -62,6 +63,16 @@ def keyless_collections(parsed: DataFrame) -> list[str]:
     reasons = parsed.where(F.col("quarantine_reason").startswith("missing key for "))
     names = reasons.select("quarantine_reason").distinct().collect()
     return sorted({c for r in names if (c := missing_key_collection(r[0])) is not None})
+
+
+def wrapped_descriptions(parsed: DataFrame) -> dict[str, Described]:
+    """What the records' ``{schema, payload}`` wrappers say of each collection: one row per collection
+    and file at most; where files differ (a column added between them), the last file in name order."""
+    rows = parsed.where(F.col("described").isNotNull()).select("collection", "file", "described").collect()
+    out: dict[str, Described] = {}
+    for r in sorted(rows, key=lambda r: r["file"]):
+        out[r["collection"]] = described_from_json(r["described"])
+    return out
 
 
 def log_file_rows(
@@ -112,7 +123,10 @@ def ingest_files(
         parsed.unpersist()
         parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found})).localCheckpoint()
     totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
-    described = sources.columns([c for c in totals if c is not None])
+    wrapped = wrapped_descriptions(parsed)
+    if wrapped:
+        log.info("column types of %s from the records' schema wrappers", ", ".join(sorted(wrapped)))
+    described = sources.with_wrapped(wrapped).columns([c for c in totals if c is not None])
     stage = staging_dir(landing) / run
     written: list[str] = []
     for collection in sorted(described):

@@ -30,6 +30,7 @@ from pyspark.sql.types import (
 from cdc_backfill.events.model import Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
 from cdc_backfill.events.positions import position_key
+from cdc_backfill.ingest.connect import wrapped_columns
 
 # What the Python workers return: events and quarantined records in the same rows (with a reason).
 PARSED_SCHEMA = StructType(
@@ -48,6 +49,9 @@ PARSED_SCHEMA = StructType(
         StructField("line", LongType()),
         StructField("quarantine_reason", StringType()),
         StructField("record", StringType()),
+        # what the record's {schema, payload} wrapper says of its collection (ingest.connect), on the
+        # first event of each collection in each file only
+        StructField("described", StringType()),
     ]
 )
 
@@ -82,6 +86,7 @@ ARROW_SCHEMA = pa.schema(
         ("line", pa.int64()),
         ("quarantine_reason", pa.string()),
         ("record", pa.string()),
+        ("described", pa.string()),
     ]
 )
 _BATCH_ROWS = 20_000
@@ -111,6 +116,7 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
         line,
         reason,
         record,
+        described,
     ) = cols
 
     def flush() -> pa.RecordBatch:
@@ -127,7 +133,9 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
         contents = batch.column("content")
         for i, path in enumerate(paths):
             data: bytes = contents[i].as_py()
-            for lineno, item in parse_lines(data.splitlines(), path, options):
+            lines = data.splitlines()
+            seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
+            for lineno, item in parse_lines(lines, path, options):
                 if isinstance(item, Quarantined):
                     for c in cols[:10]:
                         c.append(None)
@@ -135,6 +143,7 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
                     line.append(lineno)
                     reason.append(item.reason)
                     record.append(item.record)
+                    described.append(None)
                 else:
                     for ev in item:
                         collection.append(ev.collection)
@@ -151,6 +160,11 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
                         line.append(lineno)
                         reason.append(None)
                         record.append(None)
+                        if ev.collection in seen:
+                            described.append(None)
+                        else:
+                            seen.add(ev.collection)
+                            described.append(wrapped_columns(lines[lineno - 1]))
                 if len(file) >= _BATCH_ROWS:
                     yield flush()
     if file:
