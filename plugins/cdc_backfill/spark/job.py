@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,12 @@ def reconcile_landing(
     collections: Sequence[str] | None = None,
     signal_collection: str = DEFAULT_SIGNAL_COLLECTION,
     keep_versions: int = 3,
+    parallel: int = 2,
 ) -> dict[str, Any]:
     """Reconcile every collection of the landing zone (or the given ones) into a new state version, and
-    return the run's summary (also written to ``<state>/_runs/``). Raises LandingError when there is
-    no landing zone, or when it holds JSON stream files not moved into the log yet."""
+    return the run's summary (also written to ``<state>/_runs/``), ``parallel`` collections at a time.
+    Raises LandingError when there is no landing zone, or when it holds JSON stream files not moved
+    into the log yet."""
     landing, state_dir = Path(landing), Path(state)
     if not landing.is_dir():
         raise LandingError(
@@ -80,15 +83,18 @@ def reconcile_landing(
         )
     if not runs:
         log.info("nothing to reconcile: no log and no snapshot chunks in %s", landing)
+    # the roll manifests after a position: read once for all collections whose state is there
     manifests: dict[tuple[int, ...] | None, LandedLog] = {}
-    for r, columns, key in runs:
+    for r, _, _ in runs:
+        if r.meta.position not in manifests:
+            manifests[r.meta.position] = landed_log_files(landing, r.meta.position)
+
+    def run_one(item: tuple[RunInput, Any, Any]) -> tuple[str, dict[str, Any]]:
+        r, columns, key = item
         t0 = time.time()
         log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
-        # the roll manifests after a position: read once for all collections whose state is there
-        since = r.meta.position
-        if since not in manifests:
-            manifests[since] = landed_log_files(landing, since)
-        rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, manifests[since].files)
+        files = manifests[r.meta.position].files
+        rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, files)
         frames = read_run(spark, r, columns, key, signal_collection)
         result = reconcile_run(r, rows, signals, frames, columns, key)
         info = result.info
@@ -97,12 +103,18 @@ def reconcile_landing(
             result.state, state_dir, r.collection, info, keep=keep_versions,
             carry=result.carry, meta=result.meta,
         )  # fmt: skip
-        summary["collections"][r.collection] = info
         log.info("%s: done in %.1f s: %s events applied, READs %s applied / %s dropped / %s waiting",
                  r.collection, time.time() - t0, f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
                  f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
         # released before the next collection: in a long-lived session they would fill the memory
         result.release()
+        return r.collection, info
+
+    # Collections run side by side (``parallel`` at a time): a small run's time is mostly the driver
+    # planning each Spark job, which one collection's planning can overlap with another's tasks.
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(runs) or 1))) as pool:
+        for coll, info in pool.map(run_one, runs):
+            summary["collections"][coll] = info
     # the log's events read: the run that read the most
     summary["events"] = max((m.events for m in manifests.values()), default=0)
     summary["seconds"] = round(time.time() - started, 1)
