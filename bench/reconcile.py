@@ -435,6 +435,10 @@ def main() -> None:
         # to nobody.
         json_floor(spark, str(sorted(stream.glob("*.jsonl"))[0]), work / "warm-json")
         log_floor(spark, str(sorted(log_files.parent.glob("*.parquet"))[0]), work / "warm-log")
+        # and the job's own first queries (code generation of the reconcile's plans), on a small landing
+        warm = make_landing(work / "warm", 20_000, chunk_size=args.chunk_size)
+        reconcile_landing(spark, warm.log, work / "warm-state")
+        shutil.rmtree(work / "warm", ignore_errors=True)
 
         def check(state: Path) -> None:
             current = state / COLLECTION / "current"
