@@ -15,8 +15,8 @@ def test_local_sessions_get_small_machine_defaults() -> None:
         session_conf("local[2]")["spark.sql.shuffle.partitions"] == LOCAL_CONF["spark.sql.shuffle.partitions"]
     )
     assert (
-        session_conf("local[*]", {"spark.sql.shuffle.partitions": "64"})["spark.sql.shuffle.partitions"]
-        == "64"
+        session_conf("local[*]", {"spark.sql.shuffle.partitions": "16"})["spark.sql.shuffle.partitions"]
+        == "16"
     )
     # a cluster keeps its own defaults
     assert session_conf("spark://master:7077") == {}
