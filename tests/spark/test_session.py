@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from cdc_backfill.spark.session import LOCAL_CONF, session_conf
+from cdc_backfill.spark.session import LOCAL_CONF, session_conf, shuffle_partitions, size_shuffle
 
 pytestmark = pytest.mark.spark
 
@@ -37,3 +37,26 @@ def test_python_workers_run_the_projects_interpreter(spark) -> None:  # type: ig
     exe = F.udf(lambda _: sys.executable, StringType())
     seen = {r[0] for r in spark.range(4).select(exe("id")).distinct().collect()}
     assert seen == {os.environ["PYSPARK_PYTHON"]}
+
+
+def test_shuffle_partitions_follow_the_run_size() -> None:
+    assert shuffle_partitions(0) == shuffle_partitions(1_000) == 8
+    assert shuffle_partitions(10_000_000) == 66
+    assert shuffle_partitions(10**9) == 200
+
+
+def test_a_local_reconcile_sizes_the_shuffle_unless_the_user_chose(spark) -> None:  # type: ignore[no-untyped-def]
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    try:
+        spark.conf.set(key, LOCAL_CONF[key])
+        size_shuffle(spark, 1_000)
+        assert spark.conf.get(key) == "8"
+        size_shuffle(spark, 10_000_000)  # sized again: the value is its own
+        assert spark.conf.get(key) == "66"
+        spark.conf.unset("spark.cdc_backfill.shuffleSized")
+        spark.conf.set(key, "3")  # the user's
+        size_shuffle(spark, 10_000_000)
+        assert spark.conf.get(key) == "3"
+    finally:
+        spark.conf.set(key, before)

@@ -33,6 +33,7 @@ from cdc_backfill.spark.logrows import (
     signal_schema,
 )
 from cdc_backfill.spark.runs import read_run, reconcile_run
+from cdc_backfill.spark.session import size_shuffle
 from cdc_backfill.spark.state import current_path, write_version
 
 log = logging.getLogger("cdc_backfill.reconcile")
@@ -89,6 +90,8 @@ def reconcile_landing(
         if r.meta.position not in manifests:
             manifests[r.meta.position] = landed_log_files(landing, r.meta.position)
 
+    size_shuffle(spark, max((m.events for m in manifests.values()), default=0))
+
     def run_one(item: tuple[RunInput, Any, Any]) -> tuple[str, dict[str, Any]]:
         r, columns, key = item
         t0 = time.time()
@@ -97,14 +100,14 @@ def reconcile_landing(
         rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, files)
         frames = read_run(spark, r, columns, key, signal_collection)
         result = reconcile_run(r, rows, signals, frames, columns, key)
-        info = result.info
-        log.info("%s: writing %s rows", r.collection, f"{info['rows']:,}")
+        log.info("%s: writing the state", r.collection)
         write_version(
-            result.state, state_dir, r.collection, info, keep=keep_versions,
+            result.state, state_dir, r.collection, result.info, keep=keep_versions,
             carry=result.carry, meta=result.meta,
         )  # fmt: skip
-        log.info("%s: done in %.1f s: %s events applied, READs %s applied / %s dropped / %s waiting",
-                 r.collection, time.time() - t0, f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
+        info = result.info()
+        log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
+                 r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
                  f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
         # released before the next collection: in a long-lived session they would fill the memory
         result.release()

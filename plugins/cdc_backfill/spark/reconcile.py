@@ -241,11 +241,6 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
     )  # fmt: skip
 
 
-def pending_windows(wins: DataFrame, collection: str, judged: DataFrame) -> DataFrame:
-    """The collection's windows whose READ chunk has not been judged (``judged``: ``_cdc_chunk_id``)."""
-    return wins.where(F.col("_cdc_for") == collection).join(judged, "_cdc_chunk_id", "left_anti")
-
-
 def newer_than(position: Sequence[int] | None) -> Column:
     """True for log rows after ``position`` (a state's); earlier ones are in that state already."""
     if position is None:

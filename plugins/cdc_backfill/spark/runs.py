@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -28,7 +28,6 @@ from cdc_backfill.spark.reconcile import (
     carry,
     kept_keys,
     newer_than,
-    pending_windows,
     reconcile_parts,
     truncates,
     typed_stream,
@@ -80,11 +79,24 @@ def with_position_keys(df: DataFrame, column: str) -> DataFrame:
 
 @dataclass(frozen=True)
 class RunResult:
-    state: DataFrame
+    state: DataFrame  # observed: some of its counts are known only once it is written
     carry: tuple[DataFrame, DataFrame] | None  # for the next run (log rows, signal rows), beside the state
-    info: dict[str, Any]  # the run summary's counts
+    counts: dict[str, Any]  # the run summary's counts known before the write
+    counted: Observation  # the state's rows, its incomplete rows and the keys it lost, counted by the write
     meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
     cached: tuple[DataFrame, ...] = ()  # what the run cached, to release once the version is written
+
+    def info(self) -> dict[str, Any]:
+        """The run summary's counts; blocks until the state has been written."""
+        counted = self.counted.get
+        return {
+            "rows": counted["rows"],
+            # the stream never sent these rows a value for some column (a key change of a row with an
+            # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
+            "rows_with_unknown_columns": counted["unknown"],
+            **self.counts,
+            "keys_removed_since_previous": counted["removed"],
+        }
 
     def release(self) -> None:
         for df in self.cached:
@@ -102,19 +114,44 @@ def reconcile_run(
     """Previous state + new log rows after its position + carry + READs not judged yet -> the next
     version. ``rows``/``signals``: the collection's and the signal collection's new log rows.
 
-    The returned ``state`` is cached; release the result once written.
+    A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues
+    one over the new log rows (position, counts, truncates), one for the windows (collected: the
+    signal rows are a few per chunk) and the state's write, which counts the state as it goes. Runs
+    with READ rows add a count of them and one of their judgement. Release the result once written.
     """
     coll = run.collection
+    spark = rows.sparkSession
     new_rows = after_position(rows, run.meta.position)
     new_signals = after_position(signals, run.meta.position)
     if frames.carry_rows is not None and frames.carry_signals is not None:
         new_rows = new_rows.unionByName(frames.carry_rows)
         new_signals = new_signals.unionByName(frames.carry_signals)
     reads, previous = frames.reads, frames.previous
-    stream = typed_stream(new_rows, columns, key).cache()
-    wins = windows(new_signals).cache()
+    is_new = newer_than(run.meta.position)
+    own = F.col("_cdc_own")
+    seen = rows.select(POSITION, OP, F.lit(True).alias("_cdc_own")).unionByName(
+        signals.select(POSITION, OP, F.lit(False).alias("_cdc_own"))
+    )
+    totals = seen.agg(
+        F.max(F.when(is_new, F.col(POSITION))).alias("top"),
+        F.count_if(~is_new).alias("late"),
+        F.count_if(is_new & F.col(OP).isin(*ROW_OPS) & own).alias("applied"),
+        F.count_if(is_new & (F.col(OP) == "d") & own).alias("deletes"),
+        F.count_if(is_new & (F.col(OP) == "t") & own).alias("truncates"),
+    ).first()
     # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
-    touched_only = reads is None and previous is not None and truncates(new_rows).isEmpty()
+    touched_only = (
+        reads is None
+        and previous is not None
+        and totals["truncates"] == 0
+        and (frames.carry_rows is None or truncates(frames.carry_rows).isEmpty())
+    )
+    found = windows(new_signals)
+    window_rows = found.collect()
+    # a local relation from here on: the judgement, the carry and the counts do not find them again
+    wins = spark.createDataFrame(window_rows, found.schema)
+    # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
+    stream = typed_stream(new_rows, columns, key)
     parts = reconcile_parts(
         new_rows,
         new_signals,
@@ -127,33 +164,21 @@ def reconcile_run(
         touched_only=touched_only,
     )
     judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
-    closed = parts.windows.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id")
     # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
     # closes its window
-    closed_ids = {r[0] for r in closed.collect()}
+    closed_ids = {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
-    is_new = newer_than(run.meta.position)
-    own = F.col(OP).isin(*ROW_OPS)
-    seen = rows.select(POSITION, OP, F.lit(True).alias("_cdc_own")).unionByName(
-        signals.select(POSITION, OP, F.lit(False).alias("_cdc_own"))
-    )
-    totals = seen.agg(
-        F.max(F.when(is_new, F.col(POSITION))).alias("top"),
-        F.count_if(~is_new).alias("late"),
-        F.count_if(is_new & own & F.col("_cdc_own")).alias("applied"),
-        F.count_if(is_new & (F.col(OP) == "d") & F.col("_cdc_own")).alias("deletes"),
-    ).first()
     meta = next_meta(run, judged_now, position_of(totals["top"]))
-    spark = rows.sparkSession
-    judged_ids = spark.createDataFrame([(c,) for c in sorted(meta.judged)], "_cdc_chunk_id string")
-    pending = pending_windows(parts.windows, coll, judged_ids).cache()
-    keys = parts.keys.cache()
-    state = kept_keys(keys)  # parts.state, over the cached keys
-    counted = keys.agg(
-        F.count_if(F.col(KEPT)).alias("rows"),
-        F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),
-        F.count_if(F.col(HAD_PREVIOUS) & ~F.col(KEPT)).alias("removed"),
-    ).first()
+    pending = [w for w in window_rows if w["_cdc_for"] == coll and w["_cdc_chunk_id"] not in meta.judged]
+    counted = Observation()
+    state = kept_keys(
+        parts.keys.observe(
+            counted,
+            F.count_if(F.col(KEPT)).alias("rows"),
+            F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),
+            F.count_if(F.col(HAD_PREVIOUS) & ~F.col(KEPT)).alias("removed"),
+        )
+    )
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0
     if judged is not None:
@@ -162,12 +187,7 @@ def reconcile_run(
             F.count_if(F.col("_cdc_dropped")).alias("dropped"),
         ).first()
         kept, dropped = judgement["kept"], judgement["dropped"]
-    windows_pending = pending.count()
-    info: dict[str, Any] = {
-        "rows": counted["rows"],
-        # the stream never sent these rows a value for some column (a key change of a row with an
-        # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
-        "rows_with_unknown_columns": counted["unknown"],
+    counts: dict[str, Any] = {
         "position": list(meta.position) if meta.position is not None else None,
         "events_applied": totals["applied"],
         "deletes": totals["deletes"],
@@ -176,10 +196,9 @@ def reconcile_run(
         "reads_applied": kept,
         "reads_dropped": dropped,
         "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
-        "windows_pending": windows_pending,
-        "keys_removed_since_previous": counted["removed"],
+        "windows_pending": len(pending),
     }
-    cached = (stream, wins, pending, keys) + ((judged,) if judged is not None else ())
+    cached = (judged,) if judged is not None else ()
     # nothing pending, nothing to carry: the next run then reads no carry at all
-    carried = carry(new_rows, new_signals, pending) if windows_pending else None
-    return RunResult(state, carried, info, meta.to_json(), cached)
+    carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
+    return RunResult(state, carried, counts, counted, meta.to_json(), cached)

@@ -16,9 +16,9 @@ from cdc_backfill.spark.log4j import spark_log_level, with_driver_java_options
 log = logging.getLogger(__name__)
 
 # Small-machine defaults: event positions and timestamps are compared in UTC whatever the machine's
-# zone. 64 shuffle partitions, not Spark's 200: adaptive execution coalesces a small run's shuffles to a
+# zone. 64 shuffle partitions, not Spark's 200: adaptive execution coalesces a small job's shuffles to a
 # few tasks anyway, and with 8 the reconcile of 10M events ran out of the 2g heap (partitions of 1.25M
-# wide rows); with 64 it ran in it.
+# wide rows). A local reconcile sizes them to its run (:func:`size_shuffle`).
 LOCAL_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "64",
     "spark.sql.session.timeZone": "UTC",
@@ -27,6 +27,29 @@ LOCAL_CONF: dict[str, str] = {
     "spark.driver.memory": "2g",
     "spark.sql.ansi.enabled": "true",
 }
+
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+_SIZED = "spark.cdc_backfill.shuffleSized"  # set where size_shuffle chose the value, not the user
+
+
+def shuffle_partitions(events: int) -> int:
+    """Shuffle partitions for a local run over ``events`` log events: about one per 150k, 8 at least,
+    200 at most (pure). Every partition costs a small run a task; too few overflow the heap of a large
+    one."""
+    return max(8, min(200, events // 150_000))
+
+
+def size_shuffle(spark: SparkSession, events: int) -> None:
+    """A local session's shuffle partitions sized to a run over ``events`` log events, unless the user
+    chose a number (a cluster's is the user's to choose)."""
+    if not spark.sparkContext.master.startswith("local"):
+        return
+    ours = spark.conf.get(_SIZED, "false") == "true"
+    if not ours and spark.conf.get(SHUFFLE_PARTITIONS) != LOCAL_CONF[SHUFFLE_PARTITIONS]:
+        return
+    spark.conf.set(SHUFFLE_PARTITIONS, str(shuffle_partitions(events)))
+    spark.conf.set(_SIZED, "true")
 
 
 def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:

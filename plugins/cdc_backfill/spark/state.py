@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +57,14 @@ def write_version(
     df: DataFrame,
     state: Path,
     collection: str,
-    info: dict[str, Any],
+    info: dict[str, Any] | Callable[[], dict[str, Any]],
     keep: int = 3,
     carry: tuple[DataFrame, DataFrame] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``df`` as the next version (with the run's carry and meta beside it, see
-    ``cdc_backfill.reconcile.runs``), switch ``current`` to it, log it, prune old versions."""
+    ``cdc_backfill.reconcile.runs``), switch ``current`` to it, log it with ``info`` (or what
+    ``info()`` returns once ``df`` is written: counts observed by the write), prune old versions."""
     folder = collection_dir(state, collection)
     folder.mkdir(parents=True, exist_ok=True)
     number = (versions(folder) or [0])[-1] + 1
@@ -81,7 +83,8 @@ def write_version(
         tmp_link.unlink()
     os.symlink(target.name, tmp_link)
     os.replace(tmp_link, folder / CURRENT)  # the switch: atomic
-    log = [*read_log(folder), {"version": number, "written_at": time.time(), **info}]
+    counts = info() if callable(info) else info
+    log = [*read_log(folder), {"version": number, "written_at": time.time(), **counts}]
     write_atomically(folder / LOG, json.dumps(log, indent=2, default=str).encode())
     for old in versions(folder)[:-keep]:
         shutil.rmtree(folder / f"v{old:06d}", ignore_errors=True)
