@@ -235,9 +235,9 @@ def test_trigger_stop_and_progress_page_on_a_real_airflow(
     stopped_tasks = airflow.task_states("cdc_incremental_snapshot", stopped_id)
     assert stopped_tasks[("snapshot", 0)] == "skipped", stopped_tasks
     # nothing after a fully stopped snapshot runs: no drain, no spark-submit, no verify
-    assert {stopped_tasks[(t, -1)] for t in ("drain", "wait_for_stream", "reconcile", "verify")} == {
-        "skipped"
-    }
+    assert {
+        stopped_tasks[(t, -1)] for t in ("drain", "wait_for_stream", "reconcile", "reread", "verify")
+    } == {"skipped"}
 
     page = airflow.http.get("/cdc-backfill/")
     assert page.status_code == 200 and "public.big" in page.text and "public.orders" in page.text

@@ -39,7 +39,7 @@ def test_the_snapshot_dag_is_wired_and_its_form_is_described(airflow_db: str) ->
     from airflow.dag_processing.dagbag import DagBag
 
     dag = DagBag(dag_folder=str(DAGS / "cdc_incremental_snapshot.py")).get_dag("cdc_incremental_snapshot")
-    order = ["validate", "signal", "snapshot", "drain", "wait_for_stream", "reconcile", "verify"]
+    order = ["validate", "signal", "snapshot", "drain", "wait_for_stream", "reconcile", "reread", "verify"]
     for before, after in itertools.pairwise(order):
         assert before in dag.get_task(after).upstream_task_ids, (before, after)
     # after the snapshot only the previous step is upstream: a fully stopped snapshot skips the rest

@@ -26,6 +26,7 @@ def test_signal_help_shows_every_option_with_an_example() -> None:
         "resume-snapshot",
         "log",
         "list",
+        "reread",
     }
     example_lines = [line for line in SIGNAL_EPILOG.splitlines() if "cdc-backfill signal" in line]
     for name, sub in actions.items():

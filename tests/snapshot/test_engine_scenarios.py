@@ -72,6 +72,14 @@ def test_text_key_under_a_collation_python_does_not_know(icu_server, tmp_path: P
     assert any(w.startswith("_") for w in WORDS)
 
 
+def marks(url: str, kind: str) -> list[dict]:
+    """The data of the engine's start or done rows in the signal table (DESIGN.md §6 rule 7)."""
+    import json
+
+    rows = SignalStore(url).rows()
+    return [json.loads(d) for _, t, d in rows if t == f"snapshot-collection-{kind}"]
+
+
 def test_stop_all_and_stop_one_of_two(fresh_db: str, tmp_path: Path) -> None:
     seed(fresh_db, orders=400, lines=400)
     send(fresh_db, "both", "public.orders", "public.lines", chunk_size=20)
@@ -90,6 +98,11 @@ def test_stop_all_and_stop_one_of_two(fresh_db: str, tmp_path: Path) -> None:
     views = {v.id: v for v in SignalStore(fresh_db).list()}
     assert views["stop-1"].status == "done"
     assert "public.orders" in views["stop-1"].reason
+    # both started; only the collection that was read to its end says it is done (with its chunk files)
+    assert sorted(m["data-collection"] for m in marks(fresh_db, "start")) == ["public.lines", "public.orders"]
+    [done] = marks(fresh_db, "done")
+    assert done["data-collection"] == "public.lines" and done["signal"] == "both"
+    assert done["chunks"] == len(list((tmp_path / "snapshots" / "public.lines").glob("*.parquet"))) == 21
 
     send(fresh_db, "again", "public.orders", "public.words", chunk_size=20)
     calls = {"n": 0}
@@ -139,6 +152,8 @@ def test_condition_reads_exactly_the_subset(fresh_db: str, tmp_path: Path) -> No
     engine(fresh_db, tmp_path, readers=2).run()
     got = sorted(r["id"] for r in landed(tmp_path, "public.orders"))
     assert got == [i * 2 for i in range(1, 301) if (i * 2) % 3 == 0]
+    [done] = marks(fresh_db, "done")  # the reconcile learns the condition from it
+    assert done["additional-condition"] == "id % 3 = 0 AND status = 'new'" and done["dialect"] == "postgresql"
 
 
 def test_surrogate_key_works_and_an_invalid_one_does_not_get_stuck(fresh_db: str, tmp_path: Path) -> None:

@@ -24,9 +24,12 @@ COLUMNS = [{"name": "id", "type": "integer", "type_oid": 23}, {"name": "v", "typ
            {"name": "big", "type": "text", "type_oid": 25}]  # fmt: skip
 
 
+SIGNAL_KINDS = ("open", "close", "close-by-delete", "start", "done")
+
+
 @dataclass
 class Change:
-    kind: str  # c u d t (row changes), open, close, close-by-delete (signal rows)
+    kind: str  # c u d t (row changes), open, close, close-by-delete, start, done (signal rows)
     key: int | str | None
     row: dict[str, Any] | None = None
     before: dict[str, Any] | None = None
@@ -79,8 +82,30 @@ class Script:
         self.truth.clear()
         self._emit(Change("t", None))
 
-    def open(self, chunk: str) -> None:
-        self._emit(Change("open", chunk))
+    def lose_delete(self, k: int) -> None:
+        """A delete the stream never carried (the table was out of the capture, a topic was lost)."""
+        self.truth.pop(k)
+
+    def lose_insert(self, k: int, v: str) -> None:
+        self.truth[k] = {"id": k, "v": v, "big": f"B-{v}"}
+
+    def debezium_read(self, k: int) -> None:
+        """A READ event Debezium's own incremental snapshot puts in the stream (op ``r``)."""
+        self._emit(Change("r", k, dict(self.truth[k])))
+
+    def start(self, snapshot: str) -> None:
+        """The engine's start row of a snapshot (its P0), before it fixes the largest key."""
+        self._emit(Change("start", snapshot))
+
+    def done(self, snapshot: str, chunks: int, condition: str | None = None) -> None:
+        """The engine's done row: every one of the snapshot's ``chunks`` chunk files has landed."""
+        extra: dict[str, Any] = {"chunks": chunks, "dialect": "postgresql"}
+        if condition is not None:
+            extra["additional-condition"] = condition
+        self._emit(Change("done", snapshot, extra))
+
+    def open(self, chunk: str, snapshot: str | None = None) -> None:
+        self._emit(Change("open", chunk, {"signal": snapshot} if snapshot else None))
 
     def read(self, chunk: str, *keys: int) -> None:
         self.reads.setdefault(chunk, []).extend(dict(self.truth[k]) for k in keys if k in self.truth)
@@ -103,9 +128,13 @@ class Encoder:
 
 
 def _signal_row(change: Change, collection: str) -> dict[str, Any]:
+    if change.kind in ("start", "done"):
+        data = {"data-collection": collection, "signal": change.key, **(change.row or {})}
+        kind = f"snapshot-collection-{change.kind}"
+        return {"id": f"{change.key}-{change.kind}", "type": kind, "data": json.dumps(data)}
     kind = "snapshot-window-open" if change.kind == "open" else "snapshot-window-close"
     suffix = "open" if change.kind in ("open", "close-by-delete") else "close"
-    data = json.dumps({"data-collection": collection})
+    data = json.dumps({"data-collection": collection, **(change.row or {})})
     return {"id": f"{change.key}-{suffix}", "type": kind, "data": data}
 
 
@@ -115,7 +144,7 @@ def _debezium(source: Callable[[int], dict[str, Any]], tombstones: bool = True) 
         src = {**source(change.n), "schema": schema, "table": name, "db": schema}
         if change.kind == "t":
             return [{"key": None, "value": {"before": None, "after": None, "source": src, "op": "t"}}]
-        if change.kind in ("open", "close"):
+        if change.kind in ("open", "close", "start", "done"):
             row = _signal_row(change, collection)
             return [
                 {"key": {"id": row["id"]}, "value": {"before": None, "after": row, "source": src, "op": "c"}}
@@ -136,7 +165,7 @@ def _debezium(source: Callable[[int], dict[str, Any]], tombstones: bool = True) 
 def _dataworks(change: Change, table: str, collection: str) -> list[dict[str, Any] | None]:
     db, name = table.split(".")
     seq = str(change.n * 1_000_000)
-    if change.kind in ("open", "close", "close-by-delete"):
+    if change.kind in SIGNAL_KINDS:
         row = _signal_row(change, collection)
         cols = [
             {"name": "id", "type": "STRING"},
@@ -196,7 +225,7 @@ def records(script: Script, enc: Encoder) -> list[tuple[int, dict[str, Any] | No
     """(position, record) of every change, in commit order."""
     out = []
     for ch in script.changes:
-        table = enc.signal if ch.kind in ("open", "close", "close-by-delete") else enc.collection
+        table = enc.signal if ch.kind in SIGNAL_KINDS else enc.collection
         out += [(ch.n, r) for r in enc.encode(ch, table, enc.collection)]
     return out
 
@@ -283,4 +312,35 @@ def truncates(enc: Encoder) -> Script:
     return s
 
 
-SCRIPTS = {"every_rule": every_rule, "truncates": truncates}
+def phantoms(enc: Encoder, finished: bool = True, condition: str | None = None) -> Script:
+    """Rows deleted while the stream was lost, then a whole snapshot (two chunks) with a start and a
+    done row: the rows it did not read and nothing touched after its start are phantoms. Rows changed
+    after the start (even in a chunk's range already read) stay."""
+    s = Script()
+    s.seed(1, 2, 3, 4, 5, 6)
+    s.open("old", snapshot="first")  # an earlier snapshot, never finished: it removes nothing
+    s.read("old", 1, 2, 3, 4, 5, 6)
+    s.close("old")
+    s.insert(20, "streamed")
+    s.lose_delete(2)
+    s.lose_delete(5)
+    s.lose_delete(20)
+    s.lose_insert(7, "unseen")  # the snapshot reads it
+    s.start("second")
+    s.insert(9, "after-start")  # in the first chunk's range, after it was read: the stream has it
+    s.open("s1", snapshot="second")
+    s.read("s1", 1, 3, 4)
+    s.update(3, "in-s1")  # dropped READ, the stream event is after P0
+    s.close("s1")
+    s.insert(8, "between")
+    s.change_key(8, 2)  # 2 comes back through the stream
+    s.open("s2", snapshot="second")
+    s.read("s2", 6, 7)
+    s.close("s2")
+    if finished:
+        s.done("second", chunks=2, condition=condition)
+    s.update(1, "last")
+    return s
+
+
+SCRIPTS = {"every_rule": every_rule, "truncates": truncates, "phantoms": phantoms}

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from cdc_backfill.ingest.columns import ColumnSources
+from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
 from cdc_backfill.spark.ingest import ingest_landing
-from cdc_backfill.spark.job import reconcile_landing
+from cdc_backfill.spark.job import LandingError, reconcile_landing
 from tests.spark.scripts import (
     ENCODERS,
     SCRIPTS,
@@ -142,7 +142,7 @@ def test_incremental_runs_over_any_split_equal_one_full_run(spark, tmp_path_fact
     one full run."""
     fmt = data.draw(st.sampled_from(sorted(ENCODERS)), label="format")
     enc = ENCODERS[fmt]
-    kinds = sorted(SCRIPTS) if enc.truncate else ["every_rule"]
+    kinds = sorted(k for k in SCRIPTS if enc.truncate or k != "truncates")
     script = SCRIPTS[data.draw(st.sampled_from(kinds), label="script")](enc)
     recs = records(script, enc)
     runs = data.draw(st.integers(2, 3), label="runs")
@@ -159,7 +159,14 @@ def test_incremental_runs_over_any_split_equal_one_full_run(spark, tmp_path_fact
         for chunk, when in lands.items():
             if when == i:
                 write_chunk(landing, enc.collection, chunk, script.reads[chunk])
-        reconcile(spark, landing, state, enc)
+        try:
+            reconcile(spark, landing, state, enc)
+        except (ColumnsError, LandingError):
+            # nothing that names the collection's types has landed yet: a user's first run is refused
+            # the same way; not the split this test is about
+            if i == 0 and not any(when == 0 for when in lands.values()):
+                assume(False)
+            raise
     incremental = state_rows(spark, state, enc)
     full_state = root / "full"
     reconcile(spark, landing, full_state, enc)

@@ -33,15 +33,18 @@ WORDS = [
 ]
 
 
-def seed(url: str, orders: int = 2000, lines: int = 2000, collation: str | None = None) -> None:
-    """The three tables; ``collation`` for the text key of ``words`` (an ICU one orders unlike Python)."""
+def seed(
+    url: str, orders: int = 2000, lines: int = 2000, collation: str | None = None, docs_every: int = 50
+) -> None:
+    """The three tables; ``collation`` for the text key of ``words`` (an ICU one orders unlike Python);
+    every ``docs_every``-th order has a TOASTed ``doc``."""
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         for stmt in SCHEMA:
             conn.execute(sa.text(stmt.format(collation=f'COLLATE "{collation}"' if collation else "")))
         # even ids only: writers insert odd ids inside every chunk's range, and ids beyond the largest
         conn.execute(sa.text(
-            f"INSERT INTO orders SELECT i * 2, 'new', i * 1.25, CASE WHEN i % 50 = 0 THEN {BIG} END "
+            f"INSERT INTO orders SELECT i * 2, 'new', i * 1.25, CASE WHEN i % {docs_every} = 0 THEN {BIG} END "
             f"FROM generate_series(1, {orders}) i"))  # fmt: skip
         conn.execute(sa.text(f"INSERT INTO lines SELECT i / 4, i % 4, i FROM generate_series(1, {lines}) i"))
         conn.execute(
@@ -107,9 +110,13 @@ class Writers:
             q("UPDATE orders SET amount = amount - 1 WHERE id IN (SELECT id FROM orders WHERE doc IS NOT NULL AND id >= :i ORDER BY id LIMIT 1)", i=oid)  # TOAST unchanged  # fmt: skip
         elif r < 0.6:
             q("DELETE FROM orders WHERE id = :i", i=oid)
-        elif r < 0.65:
+        elif r < 0.62:
             q("UPDATE orders SET id = :n WHERE id = :i AND NOT EXISTS (SELECT 1 FROM orders WHERE id = :n)",
               i=oid, n=self.rng.randint(1, self.max_order))  # a key change  # fmt: skip
+        elif r < 0.65:  # a key change of a row whose TOASTed doc stays unchanged: the stream leaves it out
+            q("UPDATE orders SET id = :n WHERE id = (SELECT id FROM orders WHERE doc IS NOT NULL AND id >= :i "
+              "ORDER BY id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM orders WHERE id = :n)",
+              i=oid, n=self.rng.randint(1, self.max_order))  # fmt: skip
         elif r < 0.75:
             q("INSERT INTO lines VALUES (:o, :l, 1) ON CONFLICT (order_id, line_no) DO UPDATE SET qty = lines.qty + 1",
               o=self.rng.randint(0, 600), l=self.rng.randint(0, 6))  # fmt: skip

@@ -21,11 +21,9 @@ pytestmark = pytest.mark.pg
 NASTY = ["a:b", "a :b", "100%", "it's", "x\\:y", "Zed", "zed", "émile", "", ":", "%(n)s", "😀"]
 
 
-@pytest.mark.parametrize("differing", [[1, 4], [0, 5], [2], [3, 5], [2, 3, 4]])
-def test_the_repair_signal_reads_exactly_the_differing_ranges(
-    fresh_db: str, tmp_path: Path, differing: list[int]
-) -> None:
-    engine = sa.create_engine(fresh_db)
+def nasty_words(url: str) -> sa.Engine:
+    """``words (w, n)``: every nasty text with n = 1..5."""
+    engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.execute(sa.text("CREATE TABLE words (w text, n int, v int, PRIMARY KEY (w, n))"))
         conn.execute(
@@ -34,6 +32,14 @@ def test_the_repair_signal_reads_exactly_the_differing_ranges(
             ),
             {"w": NASTY},
         )
+    return engine
+
+
+@pytest.mark.parametrize("differing", [[1, 4], [0, 5], [2], [3, 5], [2, 3, 4]])
+def test_the_repair_signal_reads_exactly_the_differing_ranges(
+    fresh_db: str, tmp_path: Path, differing: list[int]
+) -> None:
+    engine = nasty_words(fresh_db)
     source = read_source(engine, "public.words", 6)
     assert len(source.ranges) == 6
     # the nasty keys are boundaries, so they are written into the conditions (text keys in byte order)
@@ -69,3 +75,29 @@ def test_the_repair_signal_reads_exactly_the_differing_ranges(
     engine.dispose()
     assert set(landed) == expected and set(landed.values()) == {1}
     assert len(expected) == sum(source.stats[i].rows for i in differing)
+
+
+@pytest.mark.spark
+def test_the_state_selects_exactly_the_keys_the_repair_condition_reads(fresh_db: str, spark) -> None:  # type: ignore[no-untyped-def]
+    """The phantom rule evaluates the repair's condition on the state: for text keys in byte order, with
+    quotes, colons and percent signs, Spark selects the same keys as PostgreSQL."""
+    from cdc_backfill.reconcile.key_conditions import key_condition
+    from cdc_backfill.spark.phantoms import condition_column
+
+    engine = nasty_words(fresh_db)
+    source = read_source(engine, "public.words", 6)
+    every = spark.createDataFrame([(w, n) for w in NASTY for n in range(1, 6)], "w string, n int")
+    for differing in ([1, 4], [0, 5], [2], [3, 5]):
+        repair = repair_signal("public.words", source.table.key, source.ranges, differing)
+        assert repair.condition is not None
+        with engine.connect() as conn:
+            want = {
+                (r.w, r.n)
+                for r in conn.exec_driver_sql(
+                    f"SELECT w, n FROM words WHERE {repair.condition.replace('%', '%%')}"
+                )
+            }
+        column = condition_column(key_condition(repair.condition, "postgresql", source.table.key))
+        got = {(r.w, r.n) for r in every.where(column).collect()}
+        assert got == want and want
+    engine.dispose()

@@ -1,5 +1,6 @@
 """The snapshot pipeline's tasks, wired inside the DAG being defined: validate -> signal -> snapshot
-(one task per collection) -> drain -> wait for the stream -> reconcile (spark-submit) -> verify.
+(one task per collection) -> drain -> wait for the stream -> reconcile (spark-submit) -> reread
+(the keys of rows missing a value, if any) -> verify.
 
 Shared by ``cdc_incremental_snapshot`` (values from the trigger form) and each
 ``cdc_scheduled_backfill__*`` DAG (values from its config entry, the condition templated with the data
@@ -17,6 +18,7 @@ from airflow.sdk import TriggerRule
 from cdc_backfill.airflow.operators import (
     CdcCaptureDrainOperator,
     CdcExecuteSnapshotOperator,
+    CdcRereadOperator,
     CdcSnapshotOperator,
     CdcValidateSnapshotOperator,
     CdcVerifyOperator,
@@ -121,6 +123,13 @@ def snapshot_pipeline(
         pre_execute=prepare_runtime,
         trigger_rule=AFTER_SNAPSHOT,
     )
+    # rows the stream never sent a value for: their keys are re-read by a snapshot of their own
+    reread_task = CdcRereadOperator(
+        task_id="reread",
+        collections=pulled("validate", "collections"),
+        state_dir=pulled("validate", "state_dir"),
+        source_conn_id=source_conn_id,
+    )
     verify_task = CdcVerifyOperator(
         task_id="verify",
         collections=pulled("validate", "collections"),
@@ -130,6 +139,6 @@ def snapshot_pipeline(
         source_conn_id=source_conn_id,
         trigger_rule=AFTER_SNAPSHOT,
     )
-    wait >> reconcile_task >> verify_task
-    tasks.update(reconcile=reconcile_task, verify=verify_task)
+    wait >> reconcile_task >> reread_task >> verify_task
+    tasks.update(reconcile=reconcile_task, reread=reread_task, verify=verify_task)
     return tasks

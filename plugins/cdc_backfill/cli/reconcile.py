@@ -8,7 +8,9 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 
@@ -34,10 +36,26 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     if args.print_command:
         print(shlex.join(cmd))
         return 0
-    return submit_and_relay(cmd, submit_environ(args.master))
+    return submit_and_relay(
+        cmd, submit_environ(args.master), on_summary=lambda doc: reread_hint(doc, args.state)
+    )
 
 
-def submit_and_relay(cmd: list[str], env: dict[str, str]) -> int:
+def reread_hint(summary: dict[str, Any], state: str) -> None:
+    """Offer the re-read of rows the stream never sent a value for (see ``reconcile.reread``)."""
+    incomplete = {c: i.get("rows_with_unknown_columns", 0) for c, i in summary.get("collections", {}).items()}
+    for coll, n in sorted(incomplete.items()):
+        if n:
+            print(
+                f"cdc-backfill reconcile: {n:,} row(s) of {coll} miss a value the stream never sent (a key change "
+                f"that left a TOASTed column out); re-read them: cdc-backfill signal reread --state {shlex.quote(state)}",
+                file=sys.stderr,
+            )
+
+
+def submit_and_relay(
+    cmd: list[str], env: dict[str, str], on_summary: Callable[[dict[str, Any]], None] | None = None
+) -> int:
     """Run a job's spark-submit; its exit code. spark-submit merges the job's stderr into its stdout:
     the step lines go back to stderr, and stdout carries only the run summary (one JSON line), as a
     script reading it expects."""
@@ -53,6 +71,8 @@ def submit_and_relay(cmd: list[str], env: dict[str, str]) -> int:
     code = proc.wait()
     if summary is not None:
         sys.stdout.write(summary)
+        if on_summary is not None:
+            on_summary(json.loads(summary))
     return code
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from cdc_backfill.config import require_source_url
@@ -24,6 +25,8 @@ SIGNAL_EPILOG = """examples (every option):
   cdc-backfill signal resume-snapshot
   cdc-backfill signal log --message "backfill of orders started by ops"
   cdc-backfill signal list --json
+  cdc-backfill signal reread --state state/                                      # rows missing a value
+  cdc-backfill signal reread --state state/ --collections public.orders --dry-run
 
 The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
 Exit status: 0 written, 2 refused (the reason is printed; nothing is written), 3 the source cannot be reached.
@@ -77,6 +80,46 @@ def _cmd_send(args: argparse.Namespace) -> int:
         + (f" for {targets}" if targets else "")
     )
     print(f"data: {signal.data_json()}")
+    return 0
+
+
+def _cmd_reread(args: argparse.Namespace) -> int:
+    from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_signals
+    from cdc_backfill.signals.model import SignalError
+
+    state = Path(args.state)
+    if not state.is_dir():
+        print(
+            f"cdc-backfill signal reread: no state at {args.state} (give the folder reconcile writes)",
+            file=sys.stderr,
+        )
+        return 2
+    from cdc_backfill.layout import state_collections
+
+    todo = []
+    try:
+        for coll in args.collections or state_collections(state):
+            key, keys = incomplete_keys(state, coll)
+            todo += [(coll, sig) for sig in reread_signals(coll, key, keys)] if keys else []
+            if keys:
+                print(f"{coll}: {len(keys)} row(s) miss a value the stream never sent")
+    except RereadError as exc:
+        print(f"cdc-backfill signal reread: {exc}", file=sys.stderr)
+        return 2
+    if not todo:
+        print("nothing to re-read: every row of the state has all its values")
+        return 0
+    store = _store(args)
+    for coll, sig in todo:
+        try:
+            store.check(sig) if args.dry_run else store.send(sig)
+        except SignalError as exc:
+            print(f"refused: {exc}", file=sys.stderr)
+            return 2
+        verb = "would write" if args.dry_run else "written"
+        print(f"execute-snapshot {sig.id} {verb} to {store.signal_collection} for {coll}: {sig.condition}")
+    if not args.dry_run:
+        print("the snapshot engine reads those keys; reconcile afterwards and the rows are complete")
     return 0
 
 
@@ -196,6 +239,17 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )  # fmt: skip
     lg.add_argument("--message", required=True, help="the text to log")
     lg.set_defaults(func=_cmd_send)
+
+    rr = kinds.add_parser(
+        "reread", parents=[common], help="re-read the rows of a state that miss a value the stream never sent",
+        epilog="example: cdc-backfill signal reread --state state/",
+    )  # fmt: skip
+    rr.add_argument("--dry-run", action="store_true", help="check everything, write nothing")
+    rr.add_argument("--state", required=True, metavar="DIR", help="the state folder the reconcile writes")
+    rr.add_argument(
+        "--collections", nargs="*", metavar="COLLECTION", help="default: every collection of the state"
+    )
+    rr.set_defaults(func=_cmd_reread)
 
     ls = kinds.add_parser(
         "list", parents=[common], help="every signal with its status, progress and reason",

@@ -31,12 +31,30 @@ def _cmd_state(args: argparse.Namespace) -> int:
     except StateQueryError as exc:
         print(f"cdc-backfill state: {exc}", file=sys.stderr)
         return 2
+    if args.sql or args.collection:
+        warn_incomplete(state, args.state)
     if args.json:
         for row in result.rows:
             print(json.dumps(dict(zip(result.columns, row, strict=True)), default=str))
     else:
         print(render(result))
     return 0
+
+
+def warn_incomplete(state: Path, typed: str) -> None:
+    """A NULL in a row the stream never sent a value for is unknown, not NULL: say so beside any query."""
+    import shlex
+
+    from cdc_backfill.query import describe
+
+    for row in describe(state).rows:
+        if row[-1]:
+            print(
+                f"note: {row[-1]:,} row(s) of {row[0]} miss a value the stream never sent (NULL there means "
+                "unknown; the column `_cdc_unknown` of the Parquet files names it); re-read them: "
+                f"cdc-backfill signal reread --state {shlex.quote(typed)}",
+                file=sys.stderr,
+            )
 
 
 def add_state_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_backfill.layout import CARRY_DIR, META_FILE, STREAM_SUFFIXES, snapshot_dir, stream_dir
+from cdc_backfill.reconcile.phantoms import SnapshotTrack
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,17 @@ class RunMeta:
 
     judged: frozenset[str] = frozenset()  # READ chunk ids judged: their rows kept or dropped, never again
     position: tuple[int, ...] | None = None  # the state is complete up to here
+    # the collection's snapshots, for the phantom rule (reconcile.phantoms)
+    snapshots: dict[str, SnapshotTrack] = field(default_factory=dict, compare=True)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "judged_chunks": sorted(self.judged),
             "position": list(self.position) if self.position is not None else None,
         }
+        if self.snapshots:
+            doc["snapshots"] = {s: t.to_json() for s, t in sorted(self.snapshots.items())}
+        return doc
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> RunMeta:
@@ -40,6 +46,7 @@ class RunMeta:
         return cls(
             frozenset(doc.get("judged_chunks", doc.get("applied_chunks", ()))),  # the earlier name
             tuple(int(p) for p in pos) if pos is not None else None,
+            {s: SnapshotTrack.from_json(s, t) for s, t in doc.get("snapshots", {}).items()},
         )
 
 
@@ -105,8 +112,14 @@ def plan_run(landing: Path, collection: str, previous: Path | None) -> RunInput:
     return RunInput(collection, previous, meta, chunks)
 
 
-def next_meta(run: RunInput, judged_now: Iterable[str], position: Iterable[int] | None) -> RunMeta:
+def next_meta(
+    run: RunInput,
+    judged_now: Iterable[str],
+    position: Iterable[int] | None,
+    snapshots: dict[str, SnapshotTrack] | None = None,
+) -> RunMeta:
     pos = tuple(int(p) for p in position) if position is not None else None
     if run.meta.position is not None and (pos is None or pos < run.meta.position):
         pos = run.meta.position
-    return RunMeta(run.meta.judged | frozenset(judged_now), pos)
+    tracks = run.meta.snapshots if snapshots is None else snapshots
+    return RunMeta(run.meta.judged | frozenset(judged_now), pos, tracks)

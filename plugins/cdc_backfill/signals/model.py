@@ -19,12 +19,15 @@ RESUME = "resume-snapshot"
 LOG = "log"
 WINDOW_OPEN = "snapshot-window-open"
 WINDOW_CLOSE = "snapshot-window-close"
+# the native engine's rows around one collection of a snapshot (signals.marks, DESIGN.md §6 rule 7)
+SNAPSHOT_START = "snapshot-collection-start"
+SNAPSHOT_DONE = "snapshot-collection-done"
 # a window's watermarks are the rows <chunk-id>-open and <chunk-id>-close (Debezium's ids too)
 OPEN_SUFFIX = "-open"
 CLOSE_SUFFIX = "-close"
 
 OPERATOR_TYPES = (EXECUTE, STOP, PAUSE, RESUME, LOG)
-ENGINE_TYPES = (WINDOW_OPEN, WINDOW_CLOSE)
+ENGINE_TYPES = (WINDOW_OPEN, WINDOW_CLOSE, SNAPSHOT_START, SNAPSHOT_DONE)
 SIGNAL_TYPES = OPERATOR_TYPES + ENGINE_TYPES
 
 ID_MAX = 42  # id VARCHAR(42)

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from cdc_backfill.files import write_parquet
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.csvtext import text_table
-from cdc_backfill.snapshot.shape import TableShape
+from cdc_backfill.snapshot.shape import SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable, compile_sql
 
 
@@ -40,7 +41,7 @@ def copy_rows(conn: Any, stmt: Any, dialect: str, params: dict[str, Any]) -> byt
 
 
 def read_events(
-    data: bytes, shape: TableShape, ct: ChunkTable, chunk_id: str
+    data: bytes, shape: TableShape, ct: ChunkTable, chunk_id: str, signal: str | None = None
 ) -> tuple[pa.Table, list[str] | None]:
     """The CSV of a chunk as READ events in the collection's Arrow schema, and its last key as text (the
     query appends the chunk key as text columns so the next chunk starts exactly after it)."""
@@ -54,7 +55,7 @@ def read_events(
     table = table.append_column("_cdc_op", pa.array(["r"] * n, pa.string()))
     table = table.append_column("_cdc_collection", pa.array([shape.collection] * n, pa.string()))
     table = table.append_column("_cdc_chunk_id", pa.array([chunk_id] * n, pa.string()))
-    return table.cast(shape.arrow_schema()), last
+    return table.cast(shape.arrow_schema(signal)), last
 
 
 def land_chunk(landing: Path, collection: str, chunk_id: str, table: pa.Table) -> Path:
@@ -62,6 +63,17 @@ def land_chunk(landing: Path, collection: str, chunk_id: str, table: pa.Table) -
     folder = snapshot_dir(landing, collection)
     folder.mkdir(parents=True, exist_ok=True)
     return write_parquet(folder / f"{chunk_id}.parquet", table)
+
+
+def count_chunks(landing: Path, collection: str, signal: str) -> int:
+    """How many chunk files of ``signal`` landed for ``collection`` (their footers name the signal)."""
+    folder = snapshot_dir(landing, collection)
+    if not folder.is_dir():
+        return 0
+    wanted = signal.encode()
+    return sum(
+        1 for p in folder.glob("*.parquet") if (pq.read_schema(p).metadata or {}).get(SIGNAL_META) == wanted
+    )
 
 
 def remove_partial_chunks(landing: Path, collection: str | None = None) -> None:

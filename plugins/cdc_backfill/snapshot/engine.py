@@ -33,12 +33,22 @@ import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
 from cdc_backfill.pg.connect import SESSION_OPTIONS, libpq_dsn
-from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Signal, close_id, open_id
+from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data
+from cdc_backfill.signals.model import (
+    SNAPSHOT_DONE,
+    SNAPSHOT_START,
+    WINDOW_CLOSE,
+    WINDOW_OPEN,
+    Signal,
+    close_id,
+    open_id,
+)
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.signals.validate import CollectionPlan
 from cdc_backfill.snapshot.chunks import (
     copy_rows,
+    count_chunks,
     land_chunk,
     quoted_table,
     read_events,
@@ -194,9 +204,37 @@ class SnapshotEngine:
             reason = f"{type(errors[0]).__name__}: {str(errors[0]).splitlines()[0] if str(errors[0]) else ''}"
             self.progress.set_collection(sig.id, plan.collection, "failed", reason)
             log.error("%s failed: %s", plan.collection, reason)
+            return
+        self._finish(sig, plan)
+
+    def _mark(self, kind: str, suffix: str, data: str) -> None:
+        """Insert one of the engine's own rows into the signal table and commit."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.insert(self.signals.signal).values(id=uuid.uuid4().hex + suffix, type=kind, data=data)
+            )
+
+    def _finish(self, sig: Signal, plan: CollectionPlan) -> None:
+        """Once every range is read, tell the stream (the done row of DESIGN.md §6 rule 7) how many
+        chunk files of this snapshot landed: the reconcile then knows when it has applied them all. A
+        stopped, paused or failed collection writes nothing. A crash just before this row leaves the
+        snapshot unfinished for the rule: no phantom is removed, nothing wrong is."""
+        ranges = self.progress.ranges(sig.id, plan.collection)
+        if not ranges or any(r.status != "done" for r in ranges):
+            return
+        chunks = count_chunks(self.landing, plan.collection, sig.id)
+        self._mark(
+            SNAPSHOT_DONE,
+            DONE_SUFFIX,
+            done_data(plan.collection, sig.id, chunks, plan.condition, self.dialect),
+        )
+        log.info("%s: done row written, %s chunk file(s) landed", plan.collection, chunks)
 
     def _plan(self, sig: Signal, plan: CollectionPlan, shape: TableShape) -> list[RangeProgress]:
-        """Fix the largest key and cut the key space into ranges, reading keys only."""
+        """Fix the largest key and cut the key space into ranges, reading keys only. The start row is
+        committed first: its position is the snapshot's P0 (DESIGN.md §6 rule 7)."""
+        self._mark(SNAPSHOT_START, START_SUFFIX, start_data(plan.collection, sig.id))
+        log.info("%s: start row written", plan.collection)
         with self.engine.connect() as conn:
             cut = plan_ranges(conn, shape.chunk_table(), self.dialect, self.readers, plan.chunk_size)
         self.progress.plan(sig.id, plan.collection, cut.ranges, cut.estimate)
@@ -319,5 +357,5 @@ class SnapshotEngine:
         write_watermark(conn, self.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
         log.info("%s: high watermark written", tag)
         crash_point("after-close", chunk_no)
-        table, last = read_events(data_rows, shape, ct, chunk_id)
+        table, last = read_events(data_rows, shape, ct, chunk_id, sig.id)
         return chunk_id, table, last

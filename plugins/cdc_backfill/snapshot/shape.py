@@ -16,6 +16,7 @@ from cdc_backfill.signals.validate import CollectionPlan
 from cdc_backfill.snapshot.sql import ChunkTable
 
 META_COLUMNS = ("_cdc_op", "_cdc_collection", "_cdc_chunk_id")
+SIGNAL_META = b"cdc.signal"  # the snapshot (its signal id) a chunk file belongs to
 
 
 class SnapshotError(RuntimeError):
@@ -45,7 +46,7 @@ class TableShape:
             nullable_key=nullable,
         )
 
-    def arrow_schema(self) -> pa.Schema:
+    def arrow_schema(self, signal: str | None = None) -> pa.Schema:
         fields = [pa.field(c.name, arrow_type(c)) for c in self.columns]
         fields += [pa.field(m, pa.string()) for m in META_COLUMNS]
         meta = {
@@ -56,6 +57,8 @@ class TableShape:
                 [{"name": c.name, "type": c.type, "type_oid": c.oid} for c in self.columns]
             ),
         }
+        if signal is not None:
+            meta[SIGNAL_META.decode()] = signal
         return pa.schema(fields, metadata=meta)
 
 

@@ -109,6 +109,10 @@ def reconcile_landing(
         log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
                  r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
                  f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
+        for snapshot, what in info.get("snapshots", {}).items():
+            log.info("%s: snapshot %s: %s", r.collection, snapshot, what)
+        if info["phantoms_removed"]:
+            log.info("%s: %s phantom row(s) removed", r.collection, f"{info['phantoms_removed']:,}")
         # released before the next collection: in a long-lived session they would fill the memory
         result.release()
         return r.collection, info

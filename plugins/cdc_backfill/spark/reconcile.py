@@ -34,6 +34,7 @@ from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
 from cdc_backfill.spark.column_types import spark_type
+from cdc_backfill.spark.keychanges import with_key_change_fills
 from cdc_backfill.spark.positions import key_literal
 
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
@@ -42,7 +43,7 @@ ROW_OPS = ("c", "u", "d", "r")
 
 
 def windows(signals: DataFrame) -> DataFrame:
-    """(chunk_id, collection, low, high) of every window opened in the signal collection's log rows;
+    """(chunk_id, collection, signal, low, high) of every window opened in the signal collection's log rows;
     high is null while open.
 
     Insert/insert watermarking (``<chunk>-open`` then ``<chunk>-close``) and insert/delete (the close is
@@ -54,11 +55,16 @@ def windows(signals: DataFrame) -> DataFrame:
         F.col(POSITION).alias("position"),
         # our engine names the window's collection in the row's data; Debezium's own rows do not
         F.get_json_object("data", "$['data-collection']").alias("_cdc_for"),
+        F.get_json_object("data", "$.signal").alias("_cdc_signal"),  # the snapshot the chunk is of
     )
     opens = (
         sig.where(F.col("op").isin("c", "r") & F.col("id").endswith(OPEN_SUFFIX))
         .groupBy(window_chunk_id().alias("_cdc_chunk_id"))
-        .agg(F.min("position").alias("_cdc_low"), F.max("_cdc_for").alias("_cdc_for"))
+        .agg(
+            F.min("position").alias("_cdc_low"),
+            F.max("_cdc_for").alias("_cdc_for"),
+            F.max("_cdc_signal").alias("_cdc_signal"),
+        )
     )
     closes = sig.where(
         (F.col("op").isin("c", "r") & F.col("id").endswith(CLOSE_SUFFIX))
@@ -67,7 +73,7 @@ def windows(signals: DataFrame) -> DataFrame:
     return (
         opens.join(closes, "_cdc_chunk_id", "left")
         .where(F.col("_cdc_close").isNull() | (F.col("_cdc_close") > F.col("_cdc_low")))
-        .groupBy("_cdc_chunk_id", "_cdc_for", "_cdc_low")
+        .groupBy("_cdc_chunk_id", "_cdc_for", "_cdc_signal", "_cdc_low")
         .agg(F.min("_cdc_close").alias("_cdc_high"))
     )
 
@@ -289,6 +295,7 @@ def reconcile_parts(
     stream: DataFrame | None = None,
     wins: DataFrame | None = None,
     touched_only: bool = False,
+    key_changes: bool = False,
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
     ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
@@ -296,7 +303,10 @@ def reconcile_parts(
 
     ``touched_only``: the caller knows there are no READ rows and no truncate here. Then only the
     previous state's rows of keys the stream names are merged again; every other row is the same in
-    the next state (its winner is itself), and passes through without a shuffle."""
+    the next state (its winner is itself), and passes through without a shuffle.
+
+    ``key_changes``: the run has creates that left columns out (key changes of rows with an unchanged
+    TOAST value, see ``spark.keychanges``): the new keys take the old keys' values."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if wins is None:
@@ -317,6 +327,8 @@ def reconcile_parts(
     merged = parts[0]
     for p in parts[1:]:
         merged = merged.unionByName(p)
+    if key_changes:
+        merged = with_key_change_fills(merged, stream, truncs, columns, key, FILL_ONLY_PRIORITY)
     keys = merged_keys(merged, truncs, columns, key)
     if untouched is not None:
         keys = keys.unionByName(as_kept_keys(untouched, columns))

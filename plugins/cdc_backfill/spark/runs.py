@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,11 +15,13 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.schema import OP, POSITION
+from cdc_backfill.eventlog.schema import OP, POSITION, UNCHANGED
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.phantoms import advance, decide, report
 from cdc_backfill.reconcile.runs import RunInput, next_meta
 from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows, log_schema, signal_schema
+from cdc_backfill.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.spark.reconcile import (
     HAD_PREVIOUS,
@@ -95,6 +98,8 @@ class RunResult:
             # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
             "rows_with_unknown_columns": counted["unknown"],
             **self.counts,
+            # rows a finished snapshot did not read and no event touched after it started (§6 rule 7)
+            "phantoms_removed": counted["phantoms"],
             "keys_removed_since_previous": counted["removed"],
         }
 
@@ -129,8 +134,10 @@ def reconcile_run(
     reads, previous = frames.reads, frames.previous
     is_new = newer_than(run.meta.position)
     own = F.col("_cdc_own")
-    seen = rows.select(POSITION, OP, F.lit(True).alias("_cdc_own")).unionByName(
-        signals.select(POSITION, OP, F.lit(False).alias("_cdc_own"))
+    seen = rows.select(POSITION, OP, UNCHANGED, F.lit(True).alias("_cdc_own")).unionByName(
+        signals.select(
+            POSITION, OP, F.lit(None).cast("array<string>").alias(UNCHANGED), F.lit(False).alias("_cdc_own")
+        )
     )
     totals = seen.agg(
         F.max(F.when(is_new, F.col(POSITION))).alias("top"),
@@ -138,6 +145,9 @@ def reconcile_run(
         F.count_if(is_new & F.col(OP).isin(*ROW_OPS) & own).alias("applied"),
         F.count_if(is_new & (F.col(OP) == "d") & own).alias("deletes"),
         F.count_if(is_new & (F.col(OP) == "t") & own).alias("truncates"),
+        F.count_if(is_new & (F.col(OP) == "r") & own).alias("stream_reads"),  # Debezium's READ events
+        # creates that left columns out: key changes of rows with an unchanged TOAST value
+        F.count_if(is_new & (F.col(OP) == "c") & own & (F.size(UNCHANGED) > 0)).alias("left_out"),
     ).first()
     # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
     touched_only = (
@@ -146,10 +156,10 @@ def reconcile_run(
         and totals["truncates"] == 0
         and (frames.carry_rows is None or truncates(frames.carry_rows).isEmpty())
     )
-    found = windows(new_signals)
-    window_rows = found.collect()
+    found = with_marks(windows(new_signals), new_signals, coll)
+    window_rows, marks = split_marks(found.collect())
     # a local relation from here on: the judgement, the carry and the counts do not find them again
-    wins = spark.createDataFrame(window_rows, found.schema)
+    wins = spark.createDataFrame(window_rows, found.schema).drop(MARK)
     # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
     stream = typed_stream(new_rows, columns, key)
     parts = reconcile_parts(
@@ -162,23 +172,39 @@ def reconcile_run(
         stream=stream,
         wins=wins,
         touched_only=touched_only,
+        key_changes=totals["left_out"] > 0,
     )
     judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
     # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
     # closes its window
     closed_ids = {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
-    meta = next_meta(run, judged_now, position_of(totals["top"]))
-    pending = [w for w in window_rows if w["_cdc_for"] == coll and w["_cdc_chunk_id"] not in meta.judged]
+    snapshot_of = {w["_cdc_chunk_id"]: w["_cdc_signal"] for w in window_rows}
+    judged_by_snapshot = Counter(snapshot_of[c] for c in judged_now if snapshot_of.get(c))
+    tracks = advance(run.meta.snapshots, marks, judged_by_snapshot)
+    tracks, removals = decide(tracks, [c for c in columns if c.name in key])
+    meta = next_meta(run, judged_now, position_of(totals["top"]), tracks)
+    decided = {s for s, t in tracks.items() if t.decided is not None}
+    # a window of a decided snapshot without a chunk file never gets one (an engine crash between its
+    # close and the landing): it is not carried any further
+    pending = [
+        w for w in window_rows
+        if w["_cdc_for"] == coll and w["_cdc_chunk_id"] not in meta.judged and w["_cdc_signal"] not in decided
+    ]  # fmt: skip
+    keys = parts.keys
+    gone = phantom(removals)
+    if gone is not None:
+        keys = keys.withColumn(PHANTOM, F.col(KEPT) & gone).withColumn(KEPT, F.col(KEPT) & ~F.col(PHANTOM))
     counted = Observation()
     state = kept_keys(
-        parts.keys.observe(
+        keys.observe(
             counted,
             F.count_if(F.col(KEPT)).alias("rows"),
             F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),
             F.count_if(F.col(HAD_PREVIOUS) & ~F.col(KEPT)).alias("removed"),
+            F.count_if(F.col(PHANTOM) if gone is not None else F.lit(False)).alias("phantoms"),
         )
-    )
+    ).drop(PHANTOM)
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0
     if judged is not None:
@@ -198,7 +224,17 @@ def reconcile_run(
         "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
         "windows_pending": len(pending),
     }
+    before = run.meta.snapshots
+    said = report({s: t for s, t in tracks.items() if s not in before or before[s].decided is None})
+    if totals["stream_reads"] and not tracks:
+        said["debezium"] = (
+            "no removal: the landing does not tell when the snapshot that sent READ events in the stream "
+            "completed"
+        )
+    if said:
+        counts["snapshots"] = said
     cached = (judged,) if judged is not None else ()
     # nothing pending, nothing to carry: the next run then reads no carry at all
     carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
-    return RunResult(state, carried, counts, counted, meta.to_json(), cached)
+    # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
+    return RunResult(state, carried, counts, counted, {**meta.to_json(), "key": list(key)}, cached)

@@ -6,6 +6,7 @@ or asked for no verify. Everything else either succeeds or fails with the reason
 
 from cdc_backfill.airflow.operators.base import prepare_runtime
 from cdc_backfill.airflow.operators.capture import CdcCaptureDrainOperator
+from cdc_backfill.airflow.operators.reread import CdcRereadOperator
 from cdc_backfill.airflow.operators.signals import (
     CdcExecuteSnapshotOperator,
     CdcStopSnapshotOperator,
@@ -17,6 +18,7 @@ from cdc_backfill.airflow.operators.verify import CdcVerifyOperator
 __all__ = [
     "CdcCaptureDrainOperator",
     "CdcExecuteSnapshotOperator",
+    "CdcRereadOperator",
     "CdcSnapshotOperator",
     "CdcStopSnapshotOperator",
     "CdcValidateSnapshotOperator",

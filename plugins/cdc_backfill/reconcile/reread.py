@@ -1,0 +1,94 @@
+"""Rows the stream never sent a value for (``_cdc_unknown``: a key change of a row whose TOASTed column
+was unchanged, when the old key's value was never known) are re-read: execute-snapshot signals whose
+``additional-condition`` names exactly those keys. The reconcile's Airflow task sends them; the CLI
+offers them (``cdc-backfill signal reread``). After the snapshot and the next reconcile the state is
+complete: a READ of the key carries every column.
+
+:func:`reread_signals` is pure; :func:`incomplete_keys` reads a state version's key columns (pyarrow,
+no Spark).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+
+from cdc_backfill.layout import META_FILE, current_path
+from cdc_backfill.signals.model import DATA_MAX, EXECUTE, Signal, new_signal_id
+
+
+class RereadError(ValueError):
+    """The keys cannot be written as a condition; the message says why."""
+
+
+def incomplete_keys(state: Path, collection: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The key columns of the collection's current state and the keys whose rows miss a value
+    (``_cdc_unknown``); no current version: no keys."""
+    current = current_path(state, collection)
+    if current is None:
+        return [], []
+    meta = json.loads((current / META_FILE).read_text()) if (current / META_FILE).exists() else {}
+    key = meta.get("key")
+    if not key:
+        raise RereadError(
+            f"the state of {collection} was written before it named its key: reconcile once more, then re-read"
+        )
+    rows = ds.dataset(str(current), format="parquet").to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
+    return key, sorted((tuple(r[k] for k in key) for r in rows if r["_cdc_unknown"]), key=repr)
+
+
+def sql_literal(value: Any) -> str:
+    """A key value as a SQL literal PostgreSQL compares with the column (an untyped string literal
+    takes the column's type)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, str | dt.date | dt.datetime):
+        text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value)
+        return "'" + text.replace("'", "''") + "'"
+    raise RereadError(f"a key of type {type(value).__name__} cannot be written as a condition")
+
+
+def _ident(name: str) -> str:
+    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
+
+
+def _condition(key: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> str:
+    if len(key) == 1:
+        return f"{_ident(key[0])} IN ({', '.join(sql_literal(k[0]) for k in keys)})"
+    return " OR ".join(
+        "(" + " AND ".join(f"{_ident(c)} = {sql_literal(v)}" for c, v in zip(key, k, strict=True)) + ")"
+        for k in keys
+    )
+
+
+def reread_signals(collection: str, key: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> list[Signal]:
+    """Execute-snapshot signals of ``collection`` whose conditions name exactly ``keys``, as few as the
+    signal table's data column allows."""
+    out: list[Signal] = []
+    batch: list[tuple[Any, ...]] = []
+
+    def signal(of: Sequence[tuple[Any, ...]]) -> Signal:
+        pattern = re.escape(collection)
+        return Signal(new_signal_id(), EXECUTE, (pattern,), "incremental", condition=_condition(key, of))
+
+    for k in keys:
+        trial = signal([*batch, k])
+        if len(trial.data_json() or "") <= DATA_MAX:
+            batch.append(k)
+            continue
+        if not batch:
+            raise RereadError(f"the key {k!r} of {collection} is too long for one signal")
+        out.append(signal(batch))
+        batch = [k]
+    if batch:
+        out.append(signal(batch))
+    return out
