@@ -41,7 +41,11 @@ def incomplete_keys(state: Path, collection: str) -> tuple[list[str], list[tuple
             f"the state of {collection} was written before it named its key: reconcile once more, then re-read"
         )
     rows = ds.dataset(str(current), format="parquet").to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
-    return key, sorted((tuple(r[k] for k in key) for r in rows if r["_cdc_unknown"]), key=repr)
+    keys = [tuple(r[k] for k in key) for r in rows if r["_cdc_unknown"]]
+    try:
+        return key, sorted(keys)
+    except TypeError:  # a NULL in a key column: any stable order will do
+        return key, sorted(keys, key=repr)
 
 
 def sql_literal(value: Any) -> str:
