@@ -268,9 +268,13 @@ def _apply(
 
 
 def _replay(
-    row: Row | None, steps: list[_Step], fallbacks: list[tuple[Position, Position, Row]] | None = None
+    row: Row | None,
+    steps: list[_Step],
+    fallbacks: list[tuple[Position, Position, Row]] | None = None,
+    carried: Mapping[tuple[Position, int, int], Row | None] | None = None,
 ) -> tuple[Row | None, bool]:
-    """The key's row after its steps in order, and whether any step changed it."""
+    """The key's row after its steps in order, and whether any step changed it. ``carried``: per step
+    that creates this key by a key change, the old key's row just before (see _key_changes)."""
     last: Position = ()  # the previous state counts as older than anything in this run
     changed = False
     for step in sorted(steps, key=lambda s: s.order):
@@ -278,7 +282,9 @@ def _replay(
             if row is not None and last < step.position:
                 row, changed = None, True
             continue
-        fallback = next((r for low, high, r in fallbacks or () if low < step.position < high), None)
+        fallback = (carried or {}).get(step.order) or next(
+            (r for low, high, r in fallbacks or () if low < step.position < high), None
+        )
         row, last, changed = _apply(row, step.after, step.unchanged, fallback), step.position, True
     return row, changed
 
@@ -359,16 +365,21 @@ def _build_state(
     for collection in dict.fromkeys([*previous, *steps, *truncates]):
         before = previous.get(collection, {})
         key_steps = steps.get(collection, {})
-        rows: dict[Key, Row] = {}
+        cut = truncates.get(collection, [])
+        starts: dict[Key, Row | None] = {}
         for key in dict.fromkeys([*before, *key_steps]):
-            dropped = (fallbacks or {}).get((collection, key), [])
             start = before.get(key)
-            for _low, _high, read_row in dropped:
+            for _low, _high, read_row in (fallbacks or {}).get((collection, key), []):
                 if start is not None and read_row.keys() - start.keys():
                     # an earlier run applied the unchanged-column event whose window closes only now:
                     # the column it could not fill then comes from the READ dropped now (see _apply)
                     start = {**{c: read_row[c] for c in read_row.keys() - start.keys()}, **start}
-            row, changed = _replay(start, [*key_steps.get(key, []), *truncates.get(collection, [])], dropped)
+            starts[key] = start
+        carried = _key_changes(key_steps, cut, starts, (fallbacks or {}), collection)
+        rows: dict[Key, Row] = {}
+        for key in starts:
+            dropped = (fallbacks or {}).get((collection, key), [])
+            row, changed = _replay(starts[key], [*key_steps.get(key, []), *cut], dropped, carried(key))
             if row is not None:
                 rows[key] = dict(row)  # a copy: the caller's previous state is never aliased
             elif changed:
@@ -376,6 +387,37 @@ def _build_state(
         if rows:
             state[collection] = rows
     return state, deleted
+
+
+def _key_changes(
+    key_steps: Mapping[Key, list[_Step]],
+    cut: list[_Step],
+    starts: Mapping[Key, Row | None],
+    fallbacks: Mapping[Touch, list[tuple[Position, Position, Row]]],
+    collection: str | None,
+) -> Any:
+    """A key change lands as a delete of the old key at (commit, lsn, 0) and a create of the new one at
+    (commit, lsn, 1): the create's unchanged columns take the old key's row just before its delete
+    (along chains of key changes). Returns key -> {create step's order: that row}."""
+    deletes = {s.position: k for k, ss in key_steps.items() for s in ss if s.after is None}
+
+    def row_before(key: Key, order: tuple[Position, int, int]) -> Row | None:
+        earlier = [s for s in [*key_steps.get(key, []), *cut] if s.order < order]
+        dropped = fallbacks.get((collection, key), [])
+        return _replay(starts.get(key), earlier, dropped, carried(key))[0]
+
+    def carried(key: Key) -> dict[tuple[Position, int, int], Row | None]:
+        out = {}
+        for s in key_steps.get(key, []):
+            p = s.position
+            if s.unchanged and s.after is not None and len(p) == 3 and p[-1] == 1:
+                old = deletes.get((*p[:-1], 0))
+                if old is not None:
+                    [d] = [x for x in key_steps[old] if x.position == (*p[:-1], 0)]
+                    out[s.order] = row_before(old, d.order)
+        return out
+
+    return carried
 
 
 def _still_open(windows: Mapping[str, Window], index: _StreamIndex) -> dict[str, Window]:

@@ -74,7 +74,7 @@ def test_state_equals_the_source_under_random_concurrent_writes(
     seed(fresh_db, orders=rng.randint(150, 400), lines=rng.randint(150, 400), docs_every=4)
     landing, state = tmp_path / "landing", tmp_path / "state"
     drain(fresh_db, landing)
-    writers = Writers(fresh_db, seed_value=seed_value, max_order=900).start()
+    writers = Writers(fresh_db, seed_value=seed_value, max_order=900, toast_moves=True).start()
     try:
         send(fresh_db, *[t.replace(".", "\\.") for t in TABLES], chunk_size=rng.randint(13, 61))
         hook = Torture(fresh_db, rng)
