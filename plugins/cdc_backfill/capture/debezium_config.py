@@ -1,0 +1,170 @@
+"""The configuration of a Debezium connector run through its embedded engine, built from the project's
+own settings (pure): the source URL, the collections, the signal table, the slot and publication, the
+landing zone (the engine's offsets live there, beside what they describe).
+
+The traps met running Debezium 3.6 by hand are handled here, once:
+
+- ``signal.data.collection`` is named the way each connector reads it (PostgreSQL ``schema.table``,
+  SQL Server ``database.schema.table``, Oracle ``DATABASE.SCHEMA.TABLE``, MySQL ``database.table``);
+  a name the connector would silently ignore is refused up front with the reason;
+- the signal table is captured too (it must be in ``table.include.list``: the watermarks travel in
+  the stream);
+- ``snapshot.mode=no_data`` (``never`` no longer exists): snapshots are incremental, from signals;
+- numerics as exact text (``decimal.handling.mode=string``) with the source's column types
+  propagated into the Connect schemas, so that ingest types every column without base64.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+CONNECTORS = {
+    "postgresql": "io.debezium.connector.postgresql.PostgresConnector",
+    "sqlserver": "io.debezium.connector.sqlserver.SqlServerConnector",
+    "oracle": "io.debezium.connector.oracle.OracleConnector",
+    "mysql": "io.debezium.connector.mysql.MySqlConnector",
+}
+DEFAULT_PORTS = {"postgresql": 5432, "sqlserver": 1433, "oracle": 1521, "mysql": 3306}
+WATERMARKING = ("insert_insert", "insert_delete")
+_SCHEMES = {
+    "postgresql": "postgresql", "postgres": "postgresql", "mssql": "sqlserver", "sqlserver": "sqlserver",
+    "oracle": "oracle", "mysql": "mysql", "mariadb": "mysql",
+}  # fmt: skip
+
+
+class DebeziumConfigError(ValueError):
+    """A configuration the connector would refuse or silently misread; the message says why."""
+
+
+@dataclass(frozen=True)
+class DebeziumSettings:
+    url: str  # the source, as the user writes it (postgresql://, mssql://, oracle://, mysql://)
+    collections: tuple[str, ...]  # schema.table (database.table for MySQL), as the source names them
+    signal_table: str  # the signal table, named like the collections
+    landing: Path
+    name: str = "cdc_backfill"  # the connector's name and topic prefix
+    slot: str = "cdc_backfill_debezium"  # PostgreSQL
+    publication: str = "cdc_backfill_debezium"  # PostgreSQL
+    chunk_size: int = 1024  # incremental.snapshot.chunk.size (Debezium's default)
+    watermarking: str = "insert_insert"
+    poll_ms: int = 500  # poll.interval.ms (Debezium's default): the idle time between two chunks
+    extra: Mapping[str, str] = field(default_factory=dict)  # any other property, verbatim (last word)
+
+
+def connector_of(url: str) -> str:
+    scheme = urlsplit(url).scheme.split("+", 1)[0].lower()
+    try:
+        return _SCHEMES[scheme]
+    except KeyError:
+        known = ", ".join(sorted(set(_SCHEMES)))
+        raise DebeziumConfigError(
+            f"no Debezium connector for a {scheme or 'missing'}:// source (one of: {known})"
+        ) from None
+
+
+def offsets_file(landing: Path, name: str) -> Path:
+    """Where the engine keeps its offsets: in the landing zone, beside the events they describe."""
+    return Path(landing) / "_debezium" / f"{name}.offsets"
+
+
+def history_file(landing: Path, name: str) -> Path:
+    return Path(landing) / "_debezium" / f"{name}.history"
+
+
+def signal_collection(connector: str, signal_table: str, database: str) -> str:
+    """``signal.data.collection`` as the connector reads it; refuses a name it would ignore."""
+    parts = signal_table.split(".")
+    if connector == "postgresql":
+        if len(parts) != 2:
+            raise DebeziumConfigError(
+                f"signal table {signal_table!r}: PostgreSQL's connector reads signal.data.collection as "
+                "schema.table (a database prefix is silently ignored and no snapshot ever starts)"
+            )
+        return signal_table
+    if connector == "sqlserver":
+        if len(parts) != 2:
+            raise DebeziumConfigError(f"signal table {signal_table!r}: give schema.table (dbo.cdc_signal)")
+        return f"{database}.{signal_table}"
+    if connector == "oracle":
+        if len(parts) != 2:
+            raise DebeziumConfigError(f"signal table {signal_table!r}: give SCHEMA.TABLE")
+        return f"{database}.{signal_table}".upper()
+    if len(parts) != 2:
+        raise DebeziumConfigError(f"signal table {signal_table!r}: MySQL's connector reads database.table")
+    return signal_table
+
+
+def _include_list(names: Sequence[str]) -> str:
+    return ",".join(re.escape(n) for n in names)
+
+
+def connector_properties(s: DebeziumSettings) -> dict[str, str]:
+    """Every property of the connector and the embedded engine, as strings."""
+    connector = connector_of(s.url)
+    if s.watermarking not in WATERMARKING:
+        raise DebeziumConfigError(f"watermarking {s.watermarking!r}: one of {', '.join(WATERMARKING)}")
+    if not 1 <= s.chunk_size <= 1_000_000:
+        raise DebeziumConfigError(f"chunk size {s.chunk_size}: between 1 and 1,000,000")
+    if not s.collections:
+        raise DebeziumConfigError("no collections to capture: name at least one table")
+    u = urlsplit(s.url)
+    database = unquote(u.path.lstrip("/"))
+    if connector != "mysql" and not database:
+        raise DebeziumConfigError(f"the source URL names no database: add /<database> to it ({connector})")
+    props = {
+        "name": s.name,
+        "connector.class": CONNECTORS[connector],
+        "topic.prefix": s.name,
+        "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
+        "offset.storage.file.filename": str(offsets_file(s.landing, s.name)),
+        "offset.flush.interval.ms": "0",  # offsets are written once a batch has landed
+        "database.hostname": u.hostname or "localhost",
+        "database.port": str(u.port or DEFAULT_PORTS[connector]),
+        "database.user": unquote(u.username or ""),
+        "database.password": unquote(u.password or ""),
+        "snapshot.mode": "no_data",  # `never` was removed in 3.x; snapshots come from signals
+        "signal.enabled.channels": "source",
+        "signal.data.collection": signal_collection(connector, s.signal_table, database),
+        "incremental.snapshot.chunk.size": str(s.chunk_size),
+        "incremental.snapshot.watermarking.strategy": s.watermarking,
+        "poll.interval.ms": str(s.poll_ms),
+        "decimal.handling.mode": "string",  # exact text, not base64 bytes
+        "column.propagate.source.type": ".*",  # the source's type names reach the Connect schemas
+        "converter.schemas.enable": "true",  # the {schema, payload} wrapper: ingest types from it
+        "tombstones.on.delete": "false",
+    }
+    tables = [*s.collections, s.signal_table] if s.signal_table not in s.collections else list(s.collections)
+    if connector == "postgresql":
+        props.update({
+            "database.dbname": database,
+            "plugin.name": "pgoutput",
+            "slot.name": s.slot,
+            "publication.name": s.publication,
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": _include_list(tables),
+        })  # fmt: skip
+    elif connector == "sqlserver":
+        props.update({
+            "database.names": database,
+            "database.encrypt": "false",
+            "table.include.list": _include_list(tables),
+        })  # fmt: skip
+    elif connector == "oracle":
+        props.update({"database.dbname": database, "table.include.list": _include_list(tables)})
+    else:
+        props.update({
+            "database.server.id": "5400",
+            "database.include.list": ",".join(sorted({t.split(".")[0] for t in tables})),
+            "table.include.list": _include_list(tables),
+        })  # fmt: skip
+    if connector != "postgresql":
+        props.update({
+            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+            "schema.history.internal.file.filename": str(history_file(s.landing, s.name)),
+        })  # fmt: skip
+    props.update({k: str(v) for k, v in s.extra.items()})
+    return props

@@ -1,0 +1,67 @@
+"""The Debezium connector's configuration built from the project's settings (pure): the signal table
+named the way each connector reads it, the traps of Debezium 3.6 handled, bad settings refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_backfill.capture.debezium_config import (
+    DebeziumConfigError,
+    DebeziumSettings,
+    connector_properties,
+    signal_collection,
+)
+
+
+def settings(url: str, **kw: object) -> DebeziumSettings:
+    return DebeziumSettings(url, ("public.orders",), "public.cdc_signal", Path("lake"), **kw)  # type: ignore[arg-type]
+
+
+def test_postgresql() -> None:
+    p = connector_properties(settings("postgresql://cdc:s%40cret@db:5433/app", chunk_size=8192, poll_ms=10))
+    assert p["connector.class"] == "io.debezium.connector.postgresql.PostgresConnector"
+    assert (p["database.hostname"], p["database.port"], p["database.user"], p["database.password"]) == (
+        "db", "5433", "cdc", "s@cret",
+    )  # fmt: skip
+    assert p["database.dbname"] == "app" and p["plugin.name"] == "pgoutput"
+    assert p["signal.data.collection"] == "public.cdc_signal"  # schema.table: a prefixed name is ignored
+    assert p["table.include.list"] == r"public\.orders,public\.cdc_signal"  # the watermarks are captured
+    assert p["snapshot.mode"] == "no_data" and p["decimal.handling.mode"] == "string"
+    assert p["incremental.snapshot.chunk.size"] == "8192" and p["poll.interval.ms"] == "10"
+    assert p["offset.storage.file.filename"] == str(Path("lake/_debezium/cdc_backfill.offsets"))
+    assert "schema.history.internal" not in p
+
+
+def test_the_signal_table_is_named_the_way_each_connector_reads_it() -> None:
+    assert signal_collection("sqlserver", "dbo.cdc_signal", "app") == "app.dbo.cdc_signal"
+    assert signal_collection("oracle", "app.cdc_signal", "orclpdb1") == "ORCLPDB1.APP.CDC_SIGNAL"
+    assert signal_collection("mysql", "app.cdc_signal", "") == "app.cdc_signal"
+    with pytest.raises(DebeziumConfigError, match="silently ignored"):
+        signal_collection("postgresql", "app.public.cdc_signal", "app")
+
+
+def test_other_connectors_keep_their_schema_history_in_the_landing_zone() -> None:
+    p = connector_properties(
+        DebeziumSettings("mssql://sa:pw@sql:1433/app", ("dbo.orders",), "dbo.cdc_signal", Path("lake"))
+    )
+    assert p["connector.class"].endswith("SqlServerConnector") and p["database.names"] == "app"
+    assert p["signal.data.collection"] == "app.dbo.cdc_signal"
+    assert p["schema.history.internal.file.filename"] == str(Path("lake/_debezium/cdc_backfill.history"))
+    p = connector_properties(DebeziumSettings("mysql://u:p@my/", ("app.t",), "app.cdc_signal", Path("lake")))
+    assert p["database.include.list"] == "app" and p["database.port"] == "3306"
+
+
+@pytest.mark.parametrize(
+    ("url", "kw", "reason"),
+    [
+        ("db2://x/y", {}, "no Debezium connector for a db2:// source"),
+        ("postgresql://db", {}, "names no database"),
+        ("postgresql://db/app", {"watermarking": "insert_update"}, "one of insert_insert, insert_delete"),
+        ("postgresql://db/app", {"chunk_size": 0}, "between 1 and 1,000,000"),
+    ],
+)
+def test_bad_settings_are_refused_with_the_reason(url: str, kw: dict, reason: str) -> None:
+    with pytest.raises(DebeziumConfigError, match=reason):
+        connector_properties(settings(url, **kw))
