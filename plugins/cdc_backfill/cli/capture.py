@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ CAPTURE_EPILOG = """examples:
   cdc-backfill capture postgres --source postgresql+psycopg2://cdc@db/app --landing /lake/app --drain
   cdc-backfill capture postgres --landing /lake/app --collections 'public\\.orders' 'public\\.customers' --follow
   cdc-backfill capture status --landing /lake/app
+  cdc-backfill capture debezium --source postgresql://cdc@db/app --landing lake --collections public.orders --drain
+  cdc-backfill capture debezium status --landing lake
 """
 
 
@@ -55,6 +58,108 @@ def _cmd_status(args: argparse.Namespace) -> int:
         status = capture_status(
             require_source_url(args.source), Path(args.landing) if args.landing else None, args.slot
         )
+    except CaptureError as exc:
+        print(str(exc), file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        for k, v in status.items():
+            print(f"{k:>16}: {v}")
+    return 0
+
+
+def _cmd_debezium(args: argparse.Namespace) -> int:
+    from cdc_backfill.capture.debezium import DebeziumCapture, DebeziumCaptureError, engine_available
+    from cdc_backfill.capture.debezium_checks import debezium_status, preflight
+    from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings
+
+    if args.action == "status":
+        return _debezium_status(args, debezium_status)
+    if args.action is not None:
+        print(
+            f"cdc-backfill capture debezium: unknown action {args.action!r} (status, or none)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.drain == args.follow:
+        print("cdc-backfill capture debezium: give --drain or --follow", file=sys.stderr)
+        return 2
+    try:
+        extra = dict(_property(p) for p in args.property)
+        settings = DebeziumSettings(
+            url=require_source_url(args.source),
+            collections=tuple(args.collections or ()),
+            signal_table=args.signal_table,
+            landing=Path(args.landing),
+            name=args.name,
+            slot=args.slot,
+            publication=args.publication,
+            chunk_size=args.chunk_size,
+            watermarking=args.watermarking,
+            poll_ms=args.poll_ms,
+            extra=extra,
+        )
+        capture = DebeziumCapture(settings)
+    except DebeziumConfigError as exc:
+        print(f"capture refused: {exc}", file=sys.stderr)
+        return 2
+    missing = engine_available()
+    if missing:
+        print(f"capture refused: {missing}", file=sys.stderr)
+        return 2
+    try:
+        preflight(settings)
+        summary = capture.run(
+            drain=args.drain,
+            emit_marker=_marker_writer(settings.url) if args.drain else None,
+            until_snapshots=tuple(args.until_snapshot or ()),
+            stop_on_signals=True,
+        )
+    except DebeziumCaptureError as exc:
+        print(f"capture failed: {exc}", file=sys.stderr)
+        return 1
+    ended = ", ".join(f"{k} {v.lower()}" for k, v in summary.snapshots.items())
+    print(
+        f"{summary.records:,} records landed in {summary.files} files"
+        + (f", {summary.redelivered:,} delivered again skipped" if summary.redelivered else "")
+        + (f"; snapshots: {ended}" if ended else "")
+    )
+    print(f"next: cdc-backfill ingest --landing {shlex.quote(args.landing)}")
+    return 0
+
+
+def _property(text: str) -> tuple[str, str]:
+    from cdc_backfill.capture.debezium_config import DebeziumConfigError
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise DebeziumConfigError(f"--property {text!r}: write KEY=VALUE (a Debezium property)")
+    return key.strip(), value
+
+
+def _marker_writer(url: str):  # type: ignore[no-untyped-def]
+    """Writes the drain's logical decoding message into the source (PostgreSQL)."""
+    import sqlalchemy as sa
+
+    from cdc_backfill.config import source_engine
+
+    engine = source_engine(url)
+
+    def emit(prefix: str, content: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
+
+    return emit
+
+
+def _debezium_status(args: argparse.Namespace, debezium_status) -> int:  # type: ignore[no-untyped-def]
+    from cdc_backfill.capture.postgres import CaptureError
+    from cdc_backfill.config import resolve_source
+
+    setting = resolve_source(args.source)
+    try:
+        status = debezium_status(Path(args.landing), setting.url if setting else None, args.slot)
     except CaptureError as exc:
         print(str(exc), file=sys.stderr)
         return 3
@@ -115,9 +220,55 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     mode.add_argument("--drain", action="store_true", help="land everything committed until now, then exit 0")
     mode.add_argument("--follow", action="store_true", help="run until SIGTERM/SIGINT, then stop cleanly")
     pg.set_defaults(func=_cmd_postgres)
+    _add_debezium_parser(kinds)
     st = kinds.add_parser("status", help="slot lag, last confirmed LSN, files landed")
     st.add_argument("--source", metavar="URL")
     st.add_argument("--landing", metavar="DIR")
     st.add_argument("--slot", default=DEFAULT_SLOT)
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=_cmd_status)
+
+
+def _add_debezium_parser(kinds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from cdc_backfill.capture.debezium_config import WATERMARKING
+
+    dbz = kinds.add_parser(
+        "debezium",
+        help="run a Debezium connector (embedded, no Kafka) and land what it emits; `status` reports",
+        epilog=CAPTURE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    dbz.add_argument("action", nargs="?", metavar="status", help="report instead of running")
+    dbz.add_argument(
+        "--source", metavar="URL", help="postgresql://, mssql://, oracle:// or mysql:// (default: config)"
+    )
+    dbz.add_argument(
+        "--landing", required=True, metavar="DIR", help="the landing zone (batches go to DIR/stream)"
+    )
+    dbz.add_argument(
+        "--collections", nargs="+", metavar="SCHEMA.TABLE", help="tables to capture (default: every table)"
+    )
+    dbz.add_argument(
+        "--signal-table",
+        default="public.cdc_signal",
+        metavar="SCHEMA.TABLE",
+        help="default public.cdc_signal",
+    )
+    dbz.add_argument("--name", default="cdc_backfill", help="the connector's name and topic prefix")
+    dbz.add_argument("--slot", default="cdc_backfill_debezium", help="PostgreSQL replication slot")
+    dbz.add_argument("--publication", default="cdc_backfill_debezium", help="PostgreSQL publication")
+    dbz.add_argument("--chunk-size", type=int, default=1024, help="rows per snapshot chunk (default 1024)")
+    dbz.add_argument("--watermarking", choices=WATERMARKING, default="insert_insert")
+    dbz.add_argument(
+        "--poll-ms", type=int, default=500, help="poll.interval.ms: idle time between chunks (default 500)"
+    )
+    dbz.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE", help="any Debezium property"
+    )
+    dbz.add_argument(
+        "--until-snapshot", nargs="+", metavar="SIGNAL_ID", help="--drain only after these snapshots ended"
+    )
+    dbz.add_argument("--json", action="store_true", help="status as JSON")
+    dbz.add_argument("--drain", action="store_true", help="land everything committed until now, then exit 0")
+    dbz.add_argument("--follow", action="store_true", help="run until SIGTERM/SIGINT, then stop cleanly")
+    dbz.set_defaults(func=_cmd_debezium)

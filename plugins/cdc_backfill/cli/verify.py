@@ -55,12 +55,19 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if not 1 <= args.ranges <= MAX_RANGES:
         print(f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}", file=sys.stderr)
         return 2
+    # Absolute before Spark sees it: a session's JVM resolves relative paths against its own folder.
+    state = Path(args.state).absolute()
+    if "://" not in args.state and not (collection_dir(state, args.collection) / CURRENT).is_dir():
+        print(
+            f"cannot verify: {args.state} holds no state of {args.collection} (run `cdc-backfill reconcile "
+            f"--state {args.state}` first, or give the folder it wrote)",
+            file=sys.stderr,
+        )
+        return 2
     url = require_source_url(args.source)
     engine = source_engine(url, pool_pre_ping=True)
     try:
-        source, report = verify_collection(
-            engine, Path(args.state), args.collection, args.ranges, args.master
-        )
+        source, report = verify_collection(engine, state, args.collection, args.ranges, args.master)
     except VerifyError as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,113 @@
+"""What ``capture debezium`` checks before it starts the JVM, and what ``status`` reports.
+
+Debezium meets a missing signal table, a table without a key or ``wal_level=replica`` with a long log
+and, for some of them, keeps running without ever snapshotting. Each is asked of the source here first
+and refused in one line that says what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from cdc_backfill.capture.debezium import DebeziumCaptureError
+from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of
+from cdc_backfill.capture.debezium_landing import (
+    ended_snapshots,
+    next_offset,
+    notifications_file,
+    waiting_batches,
+)
+from cdc_backfill.config import mask_url, source_engine
+
+SIGNAL_COLUMNS = ("id", "type", "data")  # Debezium reads a signal row's first three columns as these
+
+
+def preflight(s: DebeziumSettings) -> None:
+    """Refuse what the connector would fail on or silently ignore (PostgreSQL: asked live; the other
+    sources' drivers are the connector's own, inside the JVM)."""
+    if connector_of(s.url) != "postgresql":
+        return
+    engine = source_engine(s.url)
+    try:
+        with engine.connect() as conn:
+            wal = conn.execute(sa.text("SHOW wal_level")).scalar()
+            inspector = sa.inspect(conn)
+            _check_signal_table(inspector, s.signal_table)
+            for coll in s.collections:
+                _check_collection(inspector, coll)
+    except sa.exc.OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0]
+        raise DebeziumCaptureError(f"cannot reach {mask_url(s.url)}: {reason}") from None
+    finally:
+        engine.dispose()
+    if wal != "logical":
+        raise DebeziumCaptureError(
+            f"the source runs with wal_level={wal}: Debezium's PostgreSQL connector needs logical "
+            "(ALTER SYSTEM SET wal_level = logical, then restart the server)"
+        )
+
+
+def _split(name: str) -> tuple[str, str]:
+    schema, _, table = name.rpartition(".")
+    return schema or "public", table
+
+
+def _check_signal_table(inspector: Any, signal_table: str) -> None:
+    schema, table = _split(signal_table)
+    if not inspector.has_table(table, schema=schema):
+        raise DebeziumCaptureError(
+            f"the signal table {signal_table} does not exist: create it with `cdc-backfill signal init` "
+            "(Debezium would start and never see a signal)"
+        )
+    names = tuple(c["name"] for c in inspector.get_columns(table, schema=schema))
+    if names[:3] != SIGNAL_COLUMNS:
+        raise DebeziumCaptureError(
+            f"the signal table {signal_table} starts with columns {', '.join(names[:3])}: Debezium reads a "
+            f"signal's first three columns as {', '.join(SIGNAL_COLUMNS)} (create it with `cdc-backfill signal init`)"
+        )
+
+
+def _check_collection(inspector: Any, collection: str) -> None:
+    schema, table = _split(collection)
+    if not inspector.has_table(table, schema=schema):
+        raise DebeziumCaptureError(f"no table {collection} in the source: name it as schema.table")
+    if not inspector.get_pk_constraint(table, schema=schema).get("constrained_columns"):
+        raise DebeziumCaptureError(
+            f"{collection} has no primary key: Debezium's incremental snapshot reads a table in key "
+            "order (add a primary key, or give message.key.columns with --property)"
+        )
+
+
+def debezium_status(landing: Path, url: str | None = None, slot: str | None = None) -> dict[str, Any]:
+    """What the landing holds from ``capture debezium``, the snapshots Debezium reported, and (with a
+    PostgreSQL source) its slot."""
+    landing = Path(landing)
+    waiting = waiting_batches(landing)
+    out: dict[str, Any] = {
+        "landing": str(landing),
+        "records landed": next_offset(landing),
+        "files to ingest": len(waiting),
+        "offsets": "stored" if any((landing / "_debezium").glob("*.offsets")) else "none yet",
+    }
+    last: dict[str, str] = {}
+    path = notifications_file(landing)
+    if path.is_file():
+        import json
+
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                note = json.loads(line)
+            except ValueError:
+                continue
+            last[str(note.get("id"))] = str(note.get("type", "")).lower()
+    last.update({k: v.lower() for k, v in ended_snapshots(landing).items()})
+    out["snapshots"] = last or "none reported"
+    if url and slot and connector_of(url) == "postgresql":
+        from cdc_backfill.capture.status import capture_status
+
+        out.update({f"slot {k}": v for k, v in capture_status(url, None, slot).items() if k != "slot"})
+        out["slot"] = slot
+    return out

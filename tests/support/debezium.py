@@ -1,0 +1,60 @@
+"""Running Debezium's PostgreSQL connector in tests: its settings for a test database, the drain marker
+written through SQLAlchemy, a capture stopped part-way (a restart in the middle of a snapshot)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available
+from cdc_backfill.capture.debezium_config import DebeziumSettings
+from tests.support.pg import plain_url
+
+
+def require_engine() -> None:
+    """Debezium's engine must run here (fails under CI=true, skips elsewhere)."""
+    from tests.conftest import unavailable
+
+    reason = engine_available()
+    if reason:
+        unavailable("Debezium's embedded engine", reason)
+
+
+def settings(url: str, landing: Path, collections: tuple[str, ...] = (), **kw: object) -> DebeziumSettings:
+    """The connector for a test database: small chunks and no idling between them, so a snapshot of a
+    few thousand rows spans many windows and takes seconds."""
+    kw.setdefault("chunk_size", 200)
+    kw.setdefault("poll_ms", 20)
+    return DebeziumSettings(plain_url(url), collections, "public.cdc_signal", landing, **kw)  # type: ignore[arg-type]
+
+
+def emitter(url: str):  # type: ignore[no-untyped-def]
+    engine = sa.create_engine(url)
+
+    def emit(prefix: str, content: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
+
+    return emit
+
+
+def dbz_drain(url: str, s: DebeziumSettings, until: tuple[str, ...] = ()) -> CaptureSummary:
+    return DebeziumCapture(s).run(drain=True, emit_marker=emitter(url), until_snapshots=until)
+
+
+def run_until_reads(s: DebeziumSettings, reads: int, limit_s: float = 120.0) -> CaptureSummary:
+    """Follow until at least ``reads`` records landed, then stop: a connector stopped mid-snapshot."""
+    cap = DebeziumCapture(s)
+    out: list[CaptureSummary] = []
+    thread = threading.Thread(target=lambda: out.append(cap.run(drain=False)), daemon=True)
+    thread.start()
+    give_up = time.monotonic() + limit_s
+    while cap.summary.records < reads and thread.is_alive() and time.monotonic() < give_up:
+        time.sleep(0.05)
+    cap.stop()
+    thread.join(120)
+    assert out, "the capture did not end cleanly"
+    return out[0]
