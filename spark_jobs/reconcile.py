@@ -11,9 +11,13 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
+from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
+from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.spark.ingest import ingest_landing
 from cdc_backfill.spark.job import LandingError, reconcile_landing
 from cdc_backfill.spark.session import build_session
 
@@ -30,6 +34,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--signal-table", "--signal-collection", dest="signal_table", default=DEFAULT_SIGNAL_COLLECTION
     )
     ap.add_argument("--keep-versions", type=int, default=3)
+    ap.add_argument(
+        "--ingest",
+        action="store_true",
+        help="first ingest the JSON batches in the landing's stream/ (capture debezium)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="log every detail, Spark's too")
     return ap.parse_args(argv)
 
@@ -39,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose)
     spark = build_session("cdc_backfill_reconcile")
     try:
+        if args.ingest:  # in the same session: one JVM for both
+            sources = ColumnSources(Path(args.landing), args.signal_table, None, None)
+            ingested = ingest_landing(spark, Path(args.landing), None, sources)
+            log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
         summary = reconcile_landing(
             spark, args.landing, args.state, args.collections, args.signal_table, args.keep_versions
         )
-    except LandingError as exc:
+    except (LandingError, ColumnsError, InputError) as exc:
         log.error("%s", exc)
         return 2
     finally:

@@ -7,9 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-import sqlalchemy as sa
-
-from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available
+from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available, pg_marker_writer
 from cdc_backfill.capture.debezium_config import DebeziumSettings
 from tests.support.pg import plain_url
 
@@ -31,18 +29,8 @@ def settings(url: str, landing: Path, collections: tuple[str, ...] = (), **kw: o
     return DebeziumSettings(plain_url(url), collections, "public.cdc_signal", landing, **kw)  # type: ignore[arg-type]
 
 
-def emitter(url: str):  # type: ignore[no-untyped-def]
-    engine = sa.create_engine(url)
-
-    def emit(prefix: str, content: str) -> None:
-        with engine.begin() as conn:
-            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
-
-    return emit
-
-
 def dbz_drain(url: str, s: DebeziumSettings, until: tuple[str, ...] = ()) -> CaptureSummary:
-    return DebeziumCapture(s).run(drain=True, emit_marker=emitter(url), until_snapshots=until)
+    return DebeziumCapture(s).run(drain=True, emit_marker=pg_marker_writer(url), until_snapshots=until)
 
 
 def run_until_reads(s: DebeziumSettings, reads: int, limit_s: float = 120.0) -> CaptureSummary:

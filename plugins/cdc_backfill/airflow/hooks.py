@@ -199,6 +199,21 @@ class CdcSourceHook(BaseHook):
             engine.dispose()
         return pg_lsn(lsn)
 
+    def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
+        """Run Debezium's connector (embedded, in this process) until everything committed so far has
+        landed; with ``until``, first until Debezium said those snapshots (signal ids) ended."""
+        from cdc_backfill.capture.debezium import DebeziumCapture, pg_marker_writer
+        from cdc_backfill.capture.debezium_checks import preflight
+        from cdc_backfill.capture.debezium_config import DebeziumSettings
+        from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+
+        url = self.require_source_url()
+        settings = DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_COLLECTION, Path(landing))
+        preflight(settings)
+        return DebeziumCapture(settings).run(
+            drain=True, emit_marker=pg_marker_writer(url), until_snapshots=until, max_seconds=max_seconds
+        )
+
     def ensure_capture(
         self,
         landing: Path,

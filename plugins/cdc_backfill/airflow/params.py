@@ -106,8 +106,10 @@ def snapshot_params() -> dict[str, Param]:
             enum=list(CAPTURES),
             title="Capture",
             description="drain: the DAG lands the PostgreSQL stream itself (pgoutput slot cdc_backfill) after "
-            "the snapshot. external: another process lands it (cdc_capture_postgres, capture --follow, "
-            "Debezium); the DAG only waits for it.",
+            "the snapshot. debezium: the DAG runs Debezium's connector (embedded, slot cdc_backfill_debezium) "
+            "until the snapshot's windows closed, then drains it; with engine debezium that connector also "
+            "reads the chunks. external: another process lands it (cdc_capture_postgres, capture --follow, "
+            "capture debezium --follow); the DAG only waits for it.",
         ),
         "source_conn_id": source_conn_param(),
         "landing_dir": Param(

@@ -95,6 +95,8 @@ def snapshot_pipeline(
         task_id="drain",
         landing_dir=pulled("validate", "landing_dir"),
         capture=pulled("validate", "capture"),
+        engine=pulled("validate", "engine"),
+        signal_id=pulled("validate", "signal_id"),
         source_conn_id=source_conn_id,
         trigger_rule=AFTER_SNAPSHOT,
     )
@@ -103,6 +105,7 @@ def snapshot_pipeline(
         landing_dir=pulled("validate", "landing_dir"),
         snapshots=snapshot.output,
         engine=pulled("validate", "engine"),
+        capture=pulled("validate", "capture"),
         baseline_windows=pulled("signal", "debezium_windows"),
         source_conn_id=source_conn_id,
         quiet_seconds=quiet_seconds,

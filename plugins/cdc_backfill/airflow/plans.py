@@ -20,7 +20,7 @@ from cdc_backfill.spark.submit import reconcile_command
 ENGINES = ("native", "debezium")
 MAX_CHUNK_SIZE = CHUNK_MAX
 MAX_READERS = 16  # per collection: each reader holds a connection and a chunk
-CAPTURES = ("drain", "external")
+CAPTURES = ("drain", "external", "debezium")
 FENCE_PREFIX = "cdc_backfill.fence"  # logical-decoding message prefix of a fence
 FINISHED = ("done", "stopped", "failed")
 
@@ -154,11 +154,12 @@ def stop_signal(signal_id: str, collections: Sequence[str] = ()) -> Signal:
 
 
 def reconcile_submit(
-    landing: str, state: str, collections: Sequence[str], signal_collection: str
+    landing: str, state: str, collections: Sequence[str], signal_collection: str, ingest: bool = False
 ) -> tuple[str, list[str]]:
     """(application, application arguments) for SparkSubmitOperator, cut from the project's one
-    spark-submit command line (``cdc_backfill.spark.submit.reconcile_command``) so that both stay equal."""
-    cmd = reconcile_command(landing, state, list(collections))
+    spark-submit command line (``cdc_backfill.spark.submit.reconcile_command``) so that both stay equal.
+    ``ingest``: the landing receives JSON batches (``capture debezium``), ingested in the same job."""
+    cmd = reconcile_command(landing, state, list(collections), ingest=ingest)
     at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))
     return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_collection]
 

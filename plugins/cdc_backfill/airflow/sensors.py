@@ -29,7 +29,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
     """
 
     template_fields: Sequence[str] = (
-        "engine", "landing_dir", "snapshots", "baseline_windows", "source_conn_id", "signal_table",
+        "engine", "landing_dir", "snapshots", "baseline_windows", "source_conn_id", "signal_table", "capture",
     )  # fmt: skip
     valid_modes = ("poke",)  # Debezium's quiet period is measured across pokes of one process
 
@@ -44,6 +44,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         baseline_windows: Any = None,
         quiet_seconds: float = 60.0,
         deferrable: bool = True,
+        capture: Any = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("poke_interval", 5.0)
@@ -57,6 +58,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         self.baseline_windows = baseline_windows
         self.quiet_seconds = quiet_seconds
         self.deferrable = deferrable
+        self.capture = capture
         self._watch: plans.WindowWatch | None = None
 
     def _mode(self) -> str:
@@ -75,6 +77,10 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         return int(text) if text else None
 
     def poke(self, context: Context) -> bool:
+        if plans.optional_text(self.capture) == "debezium":
+            # the drain ran Debezium's connector until it reported the snapshot's end, then drained
+            self.log.info("capture debezium followed the snapshot to its end: nothing to wait for")
+            return True
         if self._mode() == "debezium":
             if self._watch is None:
                 self._watch = plans.WindowWatch(self.quiet_seconds, self._baseline())
@@ -94,7 +100,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        if self._mode() == "native" and self.poke(context):
+        if (self._mode() == "native" or plans.optional_text(self.capture) == "debezium") and self.poke(context):
             return None
         self.defer(
             trigger=CdcWindowsClosedTrigger(

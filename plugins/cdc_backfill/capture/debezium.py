@@ -202,6 +202,15 @@ class DebeziumCapture:
             reason = f"{reason}: {cause.getMessage() or cause}".strip(": ")
         self._completion = (success, reason)
 
+    def _late(self, seconds: float) -> str:
+        if self._waiting:
+            return (
+                f"Debezium did not report the end of snapshot {', '.join(sorted(self._waiting))} within "
+                f"{seconds:,.0f} s (is the signal table {self.settings.signal_table} captured, and was the "
+                "signal written after the connector's slot existed?)"
+            )
+        return f"the drain marker did not arrive within {seconds:,.0f} s"
+
     def stop(self) -> None:
         """Ends a run after the batch being landed (a signal handler may call it)."""
         self._stop.set()
@@ -212,11 +221,13 @@ class DebeziumCapture:
         emit_marker: Callable[[str, str], None] | None = None,
         until_snapshots: tuple[str, ...] = (),
         stop_on_signals: bool = False,
+        max_seconds: float | None = None,
     ) -> CaptureSummary:
         """Run until the drain marker has landed (``drain``) or until :meth:`stop`. ``emit_marker``
         writes a logical decoding message ``(prefix, content)`` into the source. ``until_snapshots``:
         the drain starts only once Debezium said each of these incremental snapshots (by signal id)
-        completed or was aborted; it follows their windows to the close."""
+        completed or was aborted; it follows their windows to the close. ``max_seconds``: a drain that
+        has not ended by then fails (a snapshot Debezium never started, a marker that never arrives)."""
         ended = ended_snapshots(self.landing)
         self.summary.snapshots.update({k: v for k, v in ended.items() if k in until_snapshots})
         self._waiting = set(until_snapshots) - set(ended)
@@ -240,7 +251,11 @@ class DebeziumCapture:
         self._marker = uuid.uuid4().hex if drain else None
         try:
             emitted = 0.0
+            deadline = None if max_seconds is None else time.monotonic() + max_seconds
             while not self._stop.is_set() and thread.is_alive():
+                if deadline is not None and time.monotonic() > deadline:
+                    self._failure = DebeziumCaptureError(self._late(max_seconds or 0))
+                    break
                 # Written again until it lands: a marker written before the connector's slot existed
                 # (its first start) is not in the slot's stream and would never arrive.
                 due = time.monotonic() - emitted >= MARKER_EVERY_S and not self._waiting
@@ -257,12 +272,29 @@ class DebeziumCapture:
                 except Exception as exc:  # an engine that failed has shut itself down already
                     log.debug("closing the engine: %s", exc)
             thread.join(120)
+        if isinstance(self._failure, DebeziumCaptureError):
+            raise self._failure
         if self._failure is not None:
             raise DebeziumCaptureError(f"landing a batch failed: {self._failure}") from self._failure
         if on_its_own:
             reason = (self._completion and self._completion[1]) or "no reason given"
             raise DebeziumCaptureError(f"the connector stopped on its own: {reason}")
         return self.summary
+
+
+def pg_marker_writer(url: str) -> Callable[[str, str], None]:
+    """Writes the drain's logical decoding message into a PostgreSQL source."""
+    import sqlalchemy as sa
+
+    from cdc_backfill.config import source_engine
+
+    engine = source_engine(url)
+
+    def emit(prefix: str, content: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
+
+    return emit
 
 
 def _text(value: Any) -> str | None:

@@ -70,7 +70,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_debezium(args: argparse.Namespace) -> int:
-    from cdc_backfill.capture.debezium import DebeziumCapture, DebeziumCaptureError, engine_available
+    from cdc_backfill.capture.debezium import (
+        DebeziumCapture,
+        DebeziumCaptureError,
+        engine_available,
+        pg_marker_writer,
+    )
     from cdc_backfill.capture.debezium_checks import debezium_status, preflight
     from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings
 
@@ -112,7 +117,7 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
         preflight(settings)
         summary = capture.run(
             drain=args.drain,
-            emit_marker=_marker_writer(settings.url) if args.drain else None,
+            emit_marker=pg_marker_writer(settings.url) if args.drain else None,
             until_snapshots=tuple(args.until_snapshot or ()),
             stop_on_signals=True,
         )
@@ -136,21 +141,6 @@ def _property(text: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise DebeziumConfigError(f"--property {text!r}: write KEY=VALUE (a Debezium property)")
     return key.strip(), value
-
-
-def _marker_writer(url: str):  # type: ignore[no-untyped-def]
-    """Writes the drain's logical decoding message into the source (PostgreSQL)."""
-    import sqlalchemy as sa
-
-    from cdc_backfill.config import source_engine
-
-    engine = source_engine(url)
-
-    def emit(prefix: str, content: str) -> None:
-        with engine.begin() as conn:
-            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
-
-    return emit
 
 
 def _debezium_status(args: argparse.Namespace, debezium_status) -> int:  # type: ignore[no-untyped-def]

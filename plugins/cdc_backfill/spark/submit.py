@@ -27,6 +27,7 @@ def reconcile_command(
     spark_submit: str = "spark-submit",
     verbose: bool = False,
     signal_collection: str | None = None,
+    ingest: bool = False,
 ) -> list[str]:
     job = project_root() / "spark_jobs" / "reconcile.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile")
@@ -37,6 +38,8 @@ def reconcile_command(
         cmd += ["--collections", *collections]
     if signal_collection:
         cmd += ["--signal-table", signal_collection]
+    if ingest:
+        cmd.append("--ingest")
     if verbose:
         cmd.append("--verbose")
     return cmd

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import CdcOperator
@@ -18,6 +19,8 @@ class CdcCaptureDrainOperator(CdcOperator):
 
     With ``capture="external"`` another process lands the stream (the capture DAG, ``capture --follow``
     or Debezium) and this task does nothing. A slot busy with another drain is waited for.
+    ``capture="debezium"``: Debezium's connector runs in this task; with ``engine="debezium"`` it runs
+    until Debezium reports the end of the snapshot ``signal_id`` (its windows closed), then drains.
     """
 
     template_fields: Sequence[str] = (
@@ -26,6 +29,8 @@ class CdcCaptureDrainOperator(CdcOperator):
         "collections",
         "source_conn_id",
         "signal_table",
+        "engine",
+        "signal_id",
     )
 
     def __init__(
@@ -38,6 +43,8 @@ class CdcCaptureDrainOperator(CdcOperator):
         publication: str | None = None,
         max_seconds: float = 3600.0,
         busy_wait_seconds: float = 600.0,
+        engine: Any = "native",
+        signal_id: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -48,10 +55,14 @@ class CdcCaptureDrainOperator(CdcOperator):
         self.publication = publication
         self.max_seconds = max_seconds
         self.busy_wait_seconds = busy_wait_seconds
+        self.engine = engine
+        self.signal_id = signal_id
 
     def execute(self, context: Context) -> dict[str, Any] | None:
         from cdc_backfill.capture.publication import SlotInUse
 
+        if plans.optional_text(self.capture) == "debezium":
+            return self._debezium()
         if plans.optional_text(self.capture) != "drain":
             self.log.info("capture is external: another process lands the stream")
             return None
@@ -73,3 +84,20 @@ class CdcCaptureDrainOperator(CdcOperator):
             "drained: %s transactions, %s events, %s files", stats.transactions, stats.events, stats.files
         )
         return {"transactions": stats.transactions, "events": stats.events, "files": stats.files}
+
+    def _debezium(self) -> dict[str, Any]:
+        from cdc_backfill.capture.debezium import DebeziumCaptureError
+
+        until = ()
+        if plans.optional_text(self.engine) == "debezium" and plans.optional_text(self.signal_id):
+            until = (str(plans.optional_text(self.signal_id)),)
+        try:
+            ran = self.hook().debezium_drain(Path(str(self.landing_dir)), until, self.max_seconds)
+        except DebeziumCaptureError as exc:
+            raise AirflowFailException(f"capture debezium: {exc}") from exc
+        for sid, how in ran.snapshots.items():
+            self.log.info("Debezium: snapshot %s %s", sid, how.lower())
+            if how != "COMPLETED":
+                raise AirflowFailException(f"Debezium's snapshot {sid} ended {how.lower()}, not completed")
+        self.log.info("drained: %s records in %s files", ran.records, ran.files)
+        return {"events": ran.records, "files": ran.files, "snapshots": ran.snapshots}

@@ -68,8 +68,9 @@ class CdcValidateSnapshotOperator(CdcOperator):
         for path in (request.landing_dir, request.state_dir):
             Path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
         application, args = plans.reconcile_submit(
-            request.landing_dir, request.state_dir, validated.collections, signal_collection
-        )
+            request.landing_dir, request.state_dir, validated.collections, signal_collection,
+            ingest=request.capture == "debezium",
+        )  # fmt: skip
         return {
             "signal_id": signal.id,
             "collections": list(validated.collections),
@@ -137,6 +138,14 @@ class CdcExecuteSnapshotOperator(CdcOperator):
                     raise ValueError("capture=drain needs landing_dir")
                 for warning in hook.ensure_capture(Path(landing)):
                     self.log.warning("%s", warning)
+            if plans.optional_text(self.capture) == "debezium":
+                landing = plans.optional_text(self.landing_dir)
+                if not landing:
+                    raise ValueError("capture=debezium needs landing_dir")
+                # Debezium's slot must exist before the signal: a signal row written before it is not in
+                # the slot's stream, and Debezium would never start the snapshot.
+                ran = hook.debezium_drain(Path(landing))
+                self.log.info("Debezium's connector is streaming: %s records landed", ran.records)
             windows = plans.scan_windows(hook.window_rows()).windows
             validated, sent = hook.send_signal(signal)
         except (SignalError, ValueError, SourceNotConfigured) as exc:
