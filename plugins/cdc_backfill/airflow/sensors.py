@@ -100,7 +100,9 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        if (self._mode() == "native" or plans.optional_text(self.capture) == "debezium") and self.poke(context):
+        if (self._mode() == "native" or plans.optional_text(self.capture) == "debezium") and self.poke(
+            context
+        ):
             return None
         self.defer(
             trigger=CdcWindowsClosedTrigger(
