@@ -48,6 +48,10 @@ class DebeziumCaptureError(RuntimeError):
     """The connector could not run or stopped on its own; the message says why."""
 
 
+class DebeziumRefused(DebeziumCaptureError):
+    """Refused before the connector started: its configuration or the source is not usable as is."""
+
+
 @dataclass
 class CaptureSummary:
     records: int = 0

@@ -12,8 +12,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.capture.debezium import DebeziumCaptureError
-from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of
+from cdc_backfill.capture.debezium import DebeziumRefused
+from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_landing import (
     ended_snapshots,
     next_offset,
@@ -34,17 +34,26 @@ def preflight(s: DebeziumSettings) -> None:
     try:
         with engine.connect() as conn:
             wal = conn.execute(sa.text("SHOW wal_level")).scalar()
+            slot = conn.execute(
+                sa.text("SELECT 1 FROM pg_replication_slots WHERE slot_name = :s"), {"s": s.slot}
+            ).first()
             inspector = sa.inspect(conn)
             _check_signal_table(inspector, s.signal_table)
             for coll in s.collections:
                 _check_collection(inspector, coll)
     except sa.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0]
-        raise DebeziumCaptureError(f"cannot reach {mask_url(s.url)}: {reason}") from None
+        raise DebeziumRefused(f"cannot reach {mask_url(s.url)}: {reason}") from None
     finally:
         engine.dispose()
+    if slot is None and offsets_file(s.landing, s.name).exists():
+        raise DebeziumRefused(
+            f"the replication slot {s.slot} is gone but {s.landing} holds the connector's offsets: changes "
+            "since its last run are lost to the stream. Re-snapshot what you need into a new landing zone, or "
+            f"remove {offsets_file(s.landing, s.name)} to start the stream from now"
+        )
     if wal != "logical":
-        raise DebeziumCaptureError(
+        raise DebeziumRefused(
             f"the source runs with wal_level={wal}: Debezium's PostgreSQL connector needs logical "
             "(ALTER SYSTEM SET wal_level = logical, then restart the server)"
         )
@@ -58,13 +67,13 @@ def _split(name: str) -> tuple[str, str]:
 def _check_signal_table(inspector: Any, signal_table: str) -> None:
     schema, table = _split(signal_table)
     if not inspector.has_table(table, schema=schema):
-        raise DebeziumCaptureError(
+        raise DebeziumRefused(
             f"the signal table {signal_table} does not exist: create it with `cdc-backfill signal init` "
             "(Debezium would start and never see a signal)"
         )
     names = tuple(c["name"] for c in inspector.get_columns(table, schema=schema))
     if names[:3] != SIGNAL_COLUMNS:
-        raise DebeziumCaptureError(
+        raise DebeziumRefused(
             f"the signal table {signal_table} starts with columns {', '.join(names[:3])}: Debezium reads a "
             f"signal's first three columns as {', '.join(SIGNAL_COLUMNS)} (create it with `cdc-backfill signal init`)"
         )
@@ -73,9 +82,9 @@ def _check_signal_table(inspector: Any, signal_table: str) -> None:
 def _check_collection(inspector: Any, collection: str) -> None:
     schema, table = _split(collection)
     if not inspector.has_table(table, schema=schema):
-        raise DebeziumCaptureError(f"no table {collection} in the source: name it as schema.table")
+        raise DebeziumRefused(f"no table {collection} in the source: name it as schema.table")
     if not inspector.get_pk_constraint(table, schema=schema).get("constrained_columns"):
-        raise DebeziumCaptureError(
+        raise DebeziumRefused(
             f"{collection} has no primary key: Debezium's incremental snapshot reads a table in key "
             "order (add a primary key, or give message.key.columns with --property)"
         )

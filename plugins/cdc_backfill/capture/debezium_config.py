@@ -138,6 +138,9 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "column.propagate.source.type": ".*",  # the source's type names reach the Connect schemas
         "converter.schemas.enable": "true",  # the {schema, payload} wrapper: ingest types from it
         "tombstones.on.delete": "false",
+        # Debezium retries a lost connection forever by default, logging only: three restarts 10 s
+        # apart ride out a restart of the source, then the run fails and says why.
+        "errors.max.retries": "3",
         # Debezium's notifications (an incremental snapshot's STARTED ... COMPLETED, under the signal's
         # id) come through the engine beside the changes: a drain can wait for a snapshot to end.
         "notification.enabled.channels": "sink",

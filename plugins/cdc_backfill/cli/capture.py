@@ -73,6 +73,7 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.debezium import (
         DebeziumCapture,
         DebeziumCaptureError,
+        DebeziumRefused,
         engine_available,
         pg_marker_writer,
     )
@@ -121,6 +122,9 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
             until_snapshots=tuple(args.until_snapshot or ()),
             stop_on_signals=True,
         )
+    except DebeziumRefused as exc:
+        print(f"capture refused: {exc}", file=sys.stderr)
+        return 2
     except DebeziumCaptureError as exc:
         print(f"capture failed: {exc}", file=sys.stderr)
         return 1
