@@ -24,3 +24,29 @@ def test_batches_continue_their_offsets_across_restarts_and_ingest_moves(tmp_pat
     assert next_offset(tmp_path) == 2
     assert land_batch(tmp_path, [], 2) is None
     assert not list(tmp_path.rglob(".*.part"))
+
+
+def test_snapshot_outcomes_keep_a_stopped_snapshot_aborted() -> None:
+    from cdc_backfill.capture.debezium_landing import snapshot_outcomes
+
+    def n(i: str, t: str) -> dict:
+        return {"id": i, "type": t}
+
+    # Debezium 3.6, stop-snapshot: COMPLETED under the signal's id, then ABORTED under its own
+    stopped = [
+        n("a", "STARTED"),
+        n("a", "PAUSED"),
+        n("a", "RESUMED"),
+        n("a", "COMPLETED"),
+        n("x1", "ABORTED"),
+    ]
+    assert snapshot_outcomes(stopped) == {"a": "ABORTED"}
+    assert snapshot_outcomes([n("a", "STARTED"), n("x1", "ABORTED"), n("a", "COMPLETED")]) == {"a": "ABORTED"}
+    done = [
+        n("a", "STARTED"),
+        n("a", "IN_PROGRESS"),
+        n("a", "COMPLETED"),
+        n("b", "STARTED"),
+        n("b", "COMPLETED"),
+    ]
+    assert snapshot_outcomes(done) == {"a": "COMPLETED", "b": "COMPLETED"}

@@ -30,11 +30,12 @@ from typing import Any
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties, notification_topic
 from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
-    ended_snapshots,
     land_batch,
     next_offset,
+    read_notifications,
     record_notifications,
     snapshot_notification,
+    snapshot_outcomes,
 )
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,8 @@ class DebeziumCapture:
         self._completion: tuple[bool, str | None] | None = None
         self._topic = notification_topic(settings.name)
         self._waiting: set[str] = set()
+        self._asked: set[str] = set()
+        self._notes: list[dict] = []
 
     def _on_batch(self, records: Any, committer: Any) -> None:
         """The engine's batch: landed whole, then committed; never interrupted by a stop."""
@@ -182,9 +185,12 @@ class DebeziumCapture:
                 committer.markBatchFinished()
             for note in notes:
                 log.info("Debezium: snapshot %s %s", note["id"], note["type"].lower())
-                if note["type"] in ("COMPLETED", "ABORTED"):
-                    self.summary.snapshots[str(note["id"])] = note["type"]
-                    self._waiting.discard(str(note["id"]))
+            if notes:
+                self._notes += notes
+                ended = snapshot_outcomes(self._notes)
+                seen = self._asked | {str(n["id"]) for n in notes}
+                self.summary.snapshots.update({k: v for k, v in ended.items() if k in seen})
+                self._waiting -= {k for k, v in ended.items() if v == "COMPLETED" or k in self._waiting}
             self.summary.records += len(fresh)
             self.summary.redelivered += len(pairs) - len(fresh)
             self.summary.batches += 1
@@ -232,7 +238,9 @@ class DebeziumCapture:
         the drain starts only once Debezium said each of these incremental snapshots (by signal id)
         completed or was aborted; it follows their windows to the close. ``max_seconds``: a drain that
         has not ended by then fails (a snapshot Debezium never started, a marker that never arrives)."""
-        ended = ended_snapshots(self.landing)
+        self._notes = read_notifications(self.landing)
+        self._asked = set(until_snapshots)
+        ended = snapshot_outcomes(self._notes)
         self.summary.snapshots.update({k: v for k, v in ended.items() if k in until_snapshots})
         self._waiting = set(until_snapshots) - set(ended)
         engine_cls, properties_cls, json_format, (consumer_cls, completion_cls) = _java()

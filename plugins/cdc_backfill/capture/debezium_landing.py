@@ -166,16 +166,40 @@ def record_notifications(landing: Path, notes: list[dict]) -> None:
         os.fsync(fh.fileno())
 
 
-def ended_snapshots(landing: Path) -> dict[str, str]:
-    """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended."""
+def read_notifications(landing: Path) -> list[dict]:
     path = notifications_file(landing)
-    out: dict[str, str] = {}
+    notes = []
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                note = json.loads(line)
+                notes.append(json.loads(line))
             except ValueError:
                 continue  # a line cut by a crash
-            if note.get("type") in ("COMPLETED", "ABORTED"):
-                out[str(note.get("id"))] = note["type"]
+    return notes
+
+
+def snapshot_outcomes(notes: Iterable[dict]) -> dict[str, str]:
+    """Signal id -> COMPLETED or ABORTED, from Debezium's notifications in order (pure).
+
+    Debezium 3.6 reports a stop-snapshot as the snapshot COMPLETED under the signal's id, then ABORTED
+    under an id of its own: that ABORTED counts against the snapshot running or just ended, and a
+    stopped snapshot stays aborted.
+    """
+    out: dict[str, str] = {}
+    running: str | None = None
+    last: str | None = None
+    for note in notes:
+        sid, kind = str(note.get("id")), note.get("type")
+        if kind == "STARTED":
+            running = sid
+        elif kind == "ABORTED":
+            out[sid if sid in out or sid == running else (running or last or sid)] = "ABORTED"
+        elif kind == "COMPLETED":
+            out[sid] = "ABORTED" if out.get(sid) == "ABORTED" else "COMPLETED"
+            last, running = sid, None if running == sid else running
     return out
+
+
+def ended_snapshots(landing: Path) -> dict[str, str]:
+    """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended."""
+    return snapshot_outcomes(read_notifications(landing))
