@@ -90,7 +90,7 @@ def main() -> None:
     for n in args.rows or [1_000_000]:
         with EmbeddedPostgres(settings={"fsync": "off", "shared_buffers": "512MB"}) as pg:
             engine = sa.create_engine(pg.url)
-            t_load, _ = timed(lambda: _load(engine, n))  # noqa: B023 - called at once
+            t_load, _ = timed(lambda: load_items(engine, n))  # noqa: B023 - called at once
             engine.dispose()
             store = SignalStore(pg.url)
             store.init()
@@ -131,7 +131,7 @@ def main() -> None:
     print("(engine times include process start, planning and every chunk's two watermark commits)")
 
 
-def _load(engine: sa.Engine, n: int) -> None:
+def load_items(engine: sa.Engine, n: int) -> None:
     with engine.begin() as conn:
         conn.execute(sa.text(
             "CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), updated_at timestamptz,"

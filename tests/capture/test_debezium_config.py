@@ -65,3 +65,32 @@ def test_other_connectors_keep_their_schema_history_in_the_landing_zone() -> Non
 def test_bad_settings_are_refused_with_the_reason(url: str, kw: dict, reason: str) -> None:
     with pytest.raises(DebeziumConfigError, match=reason):
         connector_properties(settings(url, **kw))
+
+
+@pytest.mark.debezium
+@pytest.mark.parametrize(
+    ("url", "collection", "signal", "extra"),
+    [
+        ("mssql://sa:Cdc-backfill-1@127.0.0.1:1/cdc", "dbo.orders", "dbo.cdc_signal", {}),
+        ("mysql://root:cdc@127.0.0.1:1/cdc", "cdc.orders", "cdc.cdc_signal", {}),
+        (
+            "oracle://c%23%23dbzuser:dbz@127.0.0.1:1/FREE",
+            "CDC.ORDERS",
+            "CDC.CDC_SIGNAL",
+            {"database.pdb.name": "FREEPDB1"},
+        ),
+    ],
+)
+def test_other_sources_configurations_pass_their_connector_classes_validation(
+    url: str, collection: str, signal: str, extra: dict, tmp_path: Path
+) -> None:
+    """No server here: the connector class validates every property, and only its connection attempt
+    (to a closed port) fails."""
+    from cdc_backfill.capture.debezium import connector_errors
+    from tests.support.debezium import require_engine
+
+    require_engine()
+    props = connector_properties(DebeziumSettings(url, (collection,), signal, tmp_path, extra=extra))
+    errors = connector_errors(props)
+    assert set(errors) <= {"database.hostname", "database.user", "database.password", "database.port"}, errors
+    assert errors, "the connection to a closed port cannot have succeeded"

@@ -18,7 +18,7 @@ from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import plain_url, send
 from tests.support.workload import Writers, seed
 
-pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.debezium]
+pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.debezium]
 
 COLLECTIONS = ("public.orders", "public.lines", "public.words")
 

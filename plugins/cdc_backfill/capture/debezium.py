@@ -142,6 +142,24 @@ def _java() -> tuple[Any, Any, Any, Any]:
     return engine, properties, json_format, (Consumer, Completion)
 
 
+def connector_errors(properties: dict[str, str]) -> dict[str, list[str]]:
+    """The connector class's own ``validate()`` of a configuration: property -> its error messages
+    (empty when valid). It also tries the source's connection: without a server, that one fails."""
+    import jpype
+
+    _java()
+    connector = jpype.JClass(properties["connector.class"])()
+    config = jpype.JClass("java.util.HashMap")()
+    for k, v in properties.items():
+        config.put(k, v)
+    result = connector.validate(config)
+    return {
+        str(value.name()): [str(m) for m in value.errorMessages()]
+        for value in result.configValues()
+        if not value.errorMessages().isEmpty()
+    }
+
+
 class DebeziumCapture:
     def __init__(self, settings: DebeziumSettings) -> None:
         self.settings = settings
@@ -179,9 +197,8 @@ class DebeziumCapture:
                 self._next += len(fresh)
                 for r in records:
                     committer.markProcessed(r)
-                record_notifications(
-                    self.landing, notes
-                )  # after the batch: it holds the snapshot's last READs
+                # after the batch, which holds the snapshot's last READs
+                record_notifications(self.landing, notes)
                 committer.markBatchFinished()
             for note in notes:
                 log.info("Debezium: snapshot %s %s", note["id"], note["type"].lower())
@@ -190,7 +207,7 @@ class DebeziumCapture:
                 ended = snapshot_outcomes(self._notes)
                 seen = self._asked | {str(n["id"]) for n in notes}
                 self.summary.snapshots.update({k: v for k, v in ended.items() if k in seen})
-                self._waiting -= {k for k, v in ended.items() if v == "COMPLETED" or k in self._waiting}
+                self._waiting -= set(ended)
             self.summary.records += len(fresh)
             self.summary.redelivered += len(pairs) - len(fresh)
             self.summary.batches += 1

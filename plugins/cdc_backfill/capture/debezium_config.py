@@ -130,7 +130,10 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "database.password": unquote(u.password or ""),
         "snapshot.mode": "no_data",  # `never` was removed in 3.x; snapshots come from signals
         "signal.enabled.channels": "source",
-        "signal.data.collection": signal_collection(connector, s.signal_table, database),
+        # Oracle names tables by their pluggable database when the connector is given one
+        "signal.data.collection": signal_collection(
+            connector, s.signal_table, s.extra.get("database.pdb.name", database)
+        ),
         "incremental.snapshot.chunk.size": str(s.chunk_size),
         "incremental.snapshot.watermarking.strategy": s.watermarking,
         "poll.interval.ms": str(s.poll_ms),

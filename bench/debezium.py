@@ -1,0 +1,155 @@
+"""This project's snapshot engine against Debezium's incremental snapshot, on the same table in the same
+run, a writer updating it throughout (250 single-row updates/s): rows/s, the ratio to PostgreSQL's own ``COPY`` of that table
+(with the writer running), and the peak memory (RSS) of the process doing the reading.
+
+- the engine: ``cdc-backfill snapshot run --once`` with 1 and 2 readers (chunk 8192, its default here);
+- Debezium 3.6.3's PostgreSQL connector, embedded (``cdc-backfill capture debezium --drain
+  --until-snapshot``, JVM start included): its defaults (chunk 1024, ``poll.interval.ms`` 500) and a
+  tuned setting (chunk 8192, ``poll.interval.ms`` 10). Its figure is the time from the signal to every
+  READ landed; the start of the JVM alone is given as a reference line.
+
+    python -m bench.debezium --rows 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import psycopg2
+import sqlalchemy as sa
+
+from bench.common import report
+from bench.snapshot import copy_reference, load_items
+from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.embedded import EmbeddedPostgres
+from cdc_backfill.signals.model import Signal
+from cdc_backfill.signals.store import SignalStore
+
+QUIET = {**os.environ, "CDC_BACKFILL_LOG_LEVEL": "WARNING"}
+
+
+class Writer(threading.Thread):
+    """Single-row updates at a steady rate (Debezium streams every one of them between its chunks: an
+    unthrottled writer measures its streaming, not its snapshot)."""
+
+    def __init__(self, url: str, rows: int, per_second: float) -> None:
+        super().__init__(daemon=True)
+        self.url, self.rows, self.per_second, self.ops = url, rows, per_second, 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        conn = psycopg2.connect(libpq_dsn(self.url))
+        conn.autocommit = True
+        rng = random.Random(1)
+        t0 = time.perf_counter()
+        with conn.cursor() as cur:
+            while not self.stop.is_set():
+                cur.execute(
+                    "UPDATE items SET price = price + 1, flag = NOT flag WHERE id = %s",
+                    (rng.randint(1, self.rows),),
+                )
+                self.ops += 1
+                ahead = self.ops / self.per_second - (time.perf_counter() - t0)
+                if ahead > 0:
+                    self.stop.wait(ahead)
+        conn.close()
+
+
+def measured(cmd: list[str]) -> tuple[float, int]:
+    """(seconds, peak RSS in bytes) of a command, its memory sampled every 100 ms."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=QUIET)
+    ps, peak = psutil.Process(proc.pid), 0
+    while proc.poll() is None:
+        try:
+            peak = max(peak, ps.memory_info().rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    seconds = time.perf_counter() - t0
+    _out, err = proc.communicate()
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}): {err.decode()[-800:]}")
+    return seconds, peak
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cdc_backfill.cli", *args]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--writes", type=float, default=250, help="writer updates per second (default 250)")
+    args = ap.parse_args()
+    n = args.rows
+    rows_out: list[dict] = []
+    with EmbeddedPostgres(settings={"wal_level": "logical", "fsync": "off", "shared_buffers": "512MB"}) as pg:
+        engine = sa.create_engine(pg.url)
+        load_items(engine, n)
+        engine.dispose()
+        url = "postgresql://" + pg.url.split("://", 1)[1]
+        store = SignalStore(pg.url)
+        store.init()
+        writer = Writer(pg.url, n, args.writes)
+        writer.start()
+        try:
+            t_copy = copy_reference(pg.url)
+            runs: list[tuple[str, list[str]]] = []
+            for readers in (1, 2):
+                runs.append((f"engine, {readers} reader(s)", ["native", str(readers)]))
+            runs.append(("Debezium, defaults (chunk 1024, poll 500 ms)", ["debezium", "1024", "500"]))
+            runs.append(("Debezium, tuned (chunk 8192, poll 10 ms)", ["debezium", "8192", "10"]))
+            for i, (label, how) in enumerate(runs):
+                landing = Path(tempfile.mkdtemp(prefix="cdc-bench-dbz-"))
+                sid = f"bench-{i}"
+                if how[0] == "native":
+                    store.send(
+                        Signal(sid, "execute-snapshot", ("public.items",), "incremental", chunk_size=8192)
+                    )
+                    cmd = cli("snapshot", "run", "--source", url, "--landing", str(landing), "--once",
+                              "--readers", how[1])  # fmt: skip
+                else:
+                    dbz = ["capture", "debezium", "--source", url, "--landing", str(landing),
+                           "--collections", "public.items", "--slot", f"bench_{i}", "--publication", f"bench_{i}",
+                           "--chunk-size", how[1], "--poll-ms", how[2]]  # fmt: skip
+                    t_start, _ = measured(cli(*dbz, "--drain"))  # the slot, before the signal
+                    rows_out.append({"measure": "  reference: Debezium start + empty drain", "items": 0,
+                                     "seconds": t_start, "rate": 0})  # fmt: skip
+                    store.send(Signal(sid, "execute-snapshot", ("public.items",), "incremental"))
+                    cmd = cli(*dbz, "--drain", "--until-snapshot", sid)
+                ops0 = writer.ops
+                seconds, peak = measured(cmd)
+                size = sum(f.stat().st_size for f in landing.rglob("*") if f.is_file())
+                shutil.rmtree(landing, ignore_errors=True)
+                rows_out.append({
+                    "measure": label, "items": n, "seconds": seconds, "rate": n / seconds,
+                    "reference": f"{t_copy / seconds:.3f} of COPY; peak RSS {peak / 2**20:.0f} MiB; "
+                                 f"{writer.ops - ops0:,} writer updates; {size / 1e6:.0f} MB landed",
+                })  # fmt: skip
+                with sa.create_engine(pg.url).begin() as conn:  # each Debezium run's slot, gone
+                    conn.execute(sa.text(f"SELECT pg_drop_replication_slot('bench_{i}') "
+                                         f"WHERE EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = 'bench_{i}')"))  # fmt: skip
+            t_copy_after = copy_reference(pg.url)
+        finally:
+            writer.stop.set()
+            writer.join()
+    rows_out.append({"measure": f"  reference: COPY (SELECT ... ORDER BY id), {n:,} rows, writer running",
+                     "items": n, "seconds": t_copy, "rate": n / t_copy,
+                     "reference": f"again at the end: {n / t_copy_after:,.0f} rows/s"})  # fmt: skip
+    report("debezium", rows_out, {"rows": n, "writer_updates_per_second": args.writes})
+    print("(every figure includes its process start; Debezium's includes the JVM's, see the reference line)")
+
+
+if __name__ == "__main__":
+    main()
