@@ -65,7 +65,8 @@ bench: $(STAMP)
 	$(PY) -m bench.snapshot --rows $(or $(SNAPSHOT_ROWS),1000000)
 	$(PY) -m bench.reconcile --events $(or $(RECONCILE_EVENTS),1000000)
 	$(PY) -m bench.small_run
-	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run
+	$(PY) -m bench.debezium --rows $(or $(DEBEZIUM_ROWS),200000)
+	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -39,3 +39,35 @@ def test_sqlserver_init_script_is_tsql() -> None:
     text = "\n".join(batches)
     assert "sp_cdc_enable_db" in text and "cdc_signal" in text
     assert "id VARCHAR(42)" in text and "data VARCHAR(2048)" in text
+
+
+def test_debezium_capture_services_run_commands_that_build_valid_configurations(tmp_path: Path) -> None:
+    """Each ``capture-debezium-*`` service runs ``cdc-backfill capture debezium --follow``: its command
+    parses as the CLI's, and the configuration it builds names the right connector and signal table
+    (the connector classes' own validation: tests/capture/test_debezium_config.py)."""
+    from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties
+    from cdc_backfill.cli.main import build_parser
+
+    services = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
+    assert {"mysql", "oracle"} <= services.keys()
+    expected = {
+        "capture-debezium-sqlserver": ("SqlServerConnector", "cdc.dbo.cdc_signal"),
+        "capture-debezium-mysql": ("MySqlConnector", "cdc.cdc_signal"),
+        "capture-debezium-oracle": ("OracleConnector", "FREEPDB1.CDC.CDC_SIGNAL"),
+    }
+    for name, (connector, signal) in expected.items():
+        svc = services[name]
+        assert svc["profiles"] == ["debezium"] and "lake:/data" in svc["volumes"]
+        cmd = svc["command"]
+        assert cmd[:3] == ["cdc-backfill", "capture", "debezium"] and cmd[-1] == "--follow"
+        args = build_parser().parse_args(cmd[1:])
+        extra = dict(p.split("=", 1) for p in args.property)
+        props = connector_properties(
+            DebeziumSettings(args.source, tuple(args.collections), args.signal_table, tmp_path, extra=extra)
+        )
+        assert props["connector.class"].endswith(connector), name
+        assert props["signal.data.collection"] == signal, name
+    assert "ARCHIVELOG" in (DOCKER / "oracle" / "init.sql").read_text()
+    for batch in (DOCKER / "mysql" / "init.sql").read_text().split(";"):
+        if batch.strip():
+            sqlglot.parse(batch, read="mysql")

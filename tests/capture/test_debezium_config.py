@@ -71,7 +71,12 @@ def test_bad_settings_are_refused_with_the_reason(url: str, kw: dict, reason: st
 @pytest.mark.parametrize(
     ("url", "collection", "signal", "extra"),
     [
-        ("mssql://sa:Cdc-backfill-1@127.0.0.1:1/cdc", "dbo.orders", "dbo.cdc_signal", {}),
+        (
+            "mssql://sa:Cdc-backfill-1@127.0.0.1:1/cdc",
+            "dbo.orders",
+            "dbo.cdc_signal",
+            {"driver.loginTimeout": "2"},
+        ),
         ("mysql://root:cdc@127.0.0.1:1/cdc", "cdc.orders", "cdc.cdc_signal", {}),
         (
             "oracle://c%23%23dbzuser:dbz@127.0.0.1:1/FREE",
