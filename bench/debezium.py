@@ -16,54 +16,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import psutil
-import psycopg2
 import sqlalchemy as sa
 
 from bench.common import report
-from bench.snapshot import copy_reference, load_items
-from cdc_backfill.pg.connect import libpq_dsn
+
+# an unthrottled writer would measure Debezium's streaming, not its snapshot: it streams every change
+from bench.snapshot import Writer, copy_reference, load_items
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 
 QUIET = {**os.environ, "CDC_BACKFILL_LOG_LEVEL": "WARNING"}
-
-
-class Writer(threading.Thread):
-    """Single-row updates at a steady rate (Debezium streams every one of them between its chunks: an
-    unthrottled writer measures its streaming, not its snapshot)."""
-
-    def __init__(self, url: str, rows: int, per_second: float) -> None:
-        super().__init__(daemon=True)
-        self.url, self.rows, self.per_second, self.ops = url, rows, per_second, 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        conn = psycopg2.connect(libpq_dsn(self.url))
-        conn.autocommit = True
-        rng = random.Random(1)
-        t0 = time.perf_counter()
-        with conn.cursor() as cur:
-            while not self.stop.is_set():
-                cur.execute(
-                    "UPDATE items SET price = price + 1, flag = NOT flag WHERE id = %s",
-                    (rng.randint(1, self.rows),),
-                )
-                self.ops += 1
-                ahead = self.ops / self.per_second - (time.perf_counter() - t0)
-                if ahead > 0:
-                    self.stop.wait(ahead)
-        conn.close()
 
 
 def measured(cmd: list[str]) -> tuple[float, int]:

@@ -48,15 +48,18 @@ def copy_reference(url: str) -> float:
 
 
 class Writer(threading.Thread):
-    def __init__(self, url: str, rows: int) -> None:
+    """Single-row updates, as fast as they go or at ``per_second``."""
+
+    def __init__(self, url: str, rows: int, per_second: float | None = None) -> None:
         super().__init__(daemon=True)
-        self.url, self.rows, self.ops = url, rows, 0
+        self.url, self.rows, self.per_second, self.ops = url, rows, per_second, 0
         self.stop = threading.Event()
 
     def run(self) -> None:
         conn = psycopg2.connect(libpq_dsn(self.url))
         conn.autocommit = True
         rng = random.Random(1)
+        t0 = time.perf_counter()
         with conn.cursor() as cur:
             while not self.stop.is_set():
                 cur.execute(
@@ -64,6 +67,10 @@ class Writer(threading.Thread):
                     (rng.randint(1, self.rows),),
                 )
                 self.ops += 1
+                if self.per_second:
+                    ahead = self.ops / self.per_second - (time.perf_counter() - t0)
+                    if ahead > 0:
+                        self.stop.wait(ahead)
         conn.close()
 
 

@@ -6,26 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from tests.support.cli import cli
 from tests.support.output import spark_info_lines
 from tests.support.pg import plain_url
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
-
-
-def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_backfill.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def ok(res: subprocess.CompletedProcess[str]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,20 +18,11 @@ from cdc_backfill.capture import debezium as capture_module
 from cdc_backfill.capture.debezium import DebeziumCapture, DebeziumCaptureError
 from cdc_backfill.capture.debezium_landing import record_identity
 from cdc_backfill.signals.store import SignalStore
+from tests.support.cli import cli
 from tests.support.debezium import dbz_drain, require_engine, settings
 from tests.support.pg import plain_url, sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.debezium]
-
-
-def cli(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_backfill.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def one_line_refusal(res: subprocess.CompletedProcess[str], code: int, *words: str) -> None:

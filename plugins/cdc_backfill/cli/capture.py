@@ -61,12 +61,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     except CaptureError as exc:
         print(str(exc), file=sys.stderr)
         return 3
-    if args.json:
-        print(json.dumps(status, indent=2))
-    else:
-        for k, v in status.items():
-            print(f"{k:>16}: {v}")
-    return 0
+    return _print_status(status, args.json)
 
 
 def _cmd_debezium(args: argparse.Namespace) -> int:
@@ -157,7 +152,11 @@ def _debezium_status(args: argparse.Namespace, debezium_status) -> int:  # type:
     except CaptureError as exc:
         print(str(exc), file=sys.stderr)
         return 3
-    if args.json:
+    return _print_status(status, args.json)
+
+
+def _print_status(status: dict, as_json: bool) -> int:
+    if as_json:
         print(json.dumps(status, indent=2))
     else:
         for k, v in status.items():
