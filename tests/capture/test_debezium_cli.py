@@ -108,6 +108,12 @@ def test_an_unreachable_source_is_refused_in_one_line(tmp_path: Path) -> None:
     one_line_refusal(cli(tmp_path, *args, timeout=120), 2, "cannot reach", "127.0.0.1:1")
 
 
+def test_drain_of_a_source_without_logical_decoding_messages_is_refused(tmp_path: Path) -> None:
+    args = ["capture", "debezium", "--source", "mssql://sa:pw@127.0.0.1:1/cdc", "--landing", "lake",
+            "--signal-table", "dbo.cdc_signal", "--drain"]  # fmt: skip
+    one_line_refusal(cli(tmp_path, *args, timeout=120), 2, "--follow")
+
+
 def test_a_lost_slot_is_refused_not_silently_recreated(table: str, tmp_path: Path) -> None:
     require_engine()
     landing = tmp_path / "lake"

@@ -73,7 +73,7 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
         pg_marker_writer,
     )
     from cdc_backfill.capture.debezium_checks import debezium_status, preflight
-    from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings
+    from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings, connector_of
 
     if args.action == "status":
         return _debezium_status(args, debezium_status)
@@ -104,6 +104,13 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
         capture = DebeziumCapture(settings)
     except DebeziumConfigError as exc:
         print(f"capture refused: {exc}", file=sys.stderr)
+        return 2
+    if args.drain and connector_of(settings.url) != "postgresql":
+        print(
+            "capture refused: --drain marks the end with a PostgreSQL logical decoding message; for a "
+            f"{connector_of(settings.url)} source run --follow (stop it with SIGTERM)",
+            file=sys.stderr,
+        )
         return 2
     missing = engine_available()
     if missing:
