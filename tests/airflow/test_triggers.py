@@ -74,3 +74,21 @@ def test_debezium_fires_when_its_windows_are_closed_and_quiet(
     timer.join()
     engine.dispose()
     assert payload == {"status": "passed", "windows": 3}
+
+
+def test_debezium_fires_on_its_own_notification_in_the_landing(tmp_path: Path) -> None:
+    """A `capture debezium` landing holds Debezium's notifications: the trigger takes its word, with no
+    signal-table scan (none is reachable here), for either watermarking; a stopped snapshot is not passed."""
+    from cdc_backfill.capture.debezium_landing import record_notifications
+
+    def trigger(sid: str) -> CdcWindowsClosedTrigger:
+        return CdcWindowsClosedTrigger(
+            engine="debezium", landing_dir=str(tmp_path), signal_id=sid, poll_seconds=0.1
+        )
+
+    record_notifications(tmp_path, [{"id": "s1", "type": "STARTED"}, {"id": "s1", "type": "COMPLETED"}])
+    assert asyncio.run(_first_event(trigger("s1"))) == {"status": "passed"}
+    record_notifications(tmp_path, [{"id": "s2", "type": "STARTED"}, {"id": "s2", "type": "COMPLETED"},
+                                    {"id": "x9", "type": "ABORTED"}])  # fmt: skip
+    assert asyncio.run(_first_event(trigger("s2"))) == {"status": "aborted"}
+    assert trigger("s1").serialize()[1]["signal_id"] == "s1"

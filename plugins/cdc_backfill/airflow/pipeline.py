@@ -106,6 +106,7 @@ def snapshot_pipeline(
         snapshots=snapshot.output,
         engine=pulled("validate", "engine"),
         capture=pulled("validate", "capture"),
+        signal_id=pulled("validate", "signal_id"),
         baseline_windows=pulled("signal", "debezium_windows"),
         source_conn_id=source_conn_id,
         quiet_seconds=quiet_seconds,

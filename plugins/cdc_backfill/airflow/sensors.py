@@ -12,7 +12,7 @@ from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
-from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger, debezium_scan, landed
+from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger, debezium_reported, debezium_scan, landed
 
 
 class CdcWindowsClosedSensor(BaseSensorOperator):
@@ -30,6 +30,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
 
     template_fields: Sequence[str] = (
         "engine", "landing_dir", "snapshots", "baseline_windows", "source_conn_id", "signal_table", "capture",
+        "signal_id",
     )  # fmt: skip
     valid_modes = ("poke",)  # Debezium's quiet period is measured across pokes of one process
 
@@ -45,6 +46,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         quiet_seconds: float = 60.0,
         deferrable: bool = True,
         capture: Any = None,
+        signal_id: Any = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("poke_interval", 5.0)
@@ -59,6 +61,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         self.quiet_seconds = quiet_seconds
         self.deferrable = deferrable
         self.capture = capture
+        self.signal_id = signal_id
         self._watch: plans.WindowWatch | None = None
 
     def _mode(self) -> str:
@@ -82,6 +85,12 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
             self.log.info("capture debezium followed the snapshot to its end: nothing to wait for")
             return True
         if self._mode() == "debezium":
+            reported = debezium_reported(str(self.landing_dir), plans.optional_text(self.signal_id))
+            if reported == "ABORTED":
+                raise AirflowFailException(f"Debezium's snapshot {self.signal_id} was stopped before its end")
+            if reported:
+                self.log.info("Debezium reported the snapshot %s completed", self.signal_id)
+                return True
             if self._watch is None:
                 self._watch = plans.WindowWatch(self.quiet_seconds, self._baseline())
             scan = debezium_scan(
@@ -114,6 +123,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
                 baseline_windows=self._baseline(),
                 quiet_seconds=self.quiet_seconds,
                 poll_seconds=self.poke_interval,
+                signal_id=plans.optional_text(self.signal_id),
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),

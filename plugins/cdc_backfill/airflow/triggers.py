@@ -21,6 +21,15 @@ def landed(landing: str) -> tuple[int, int]:
     return landed_position(Path(landing))
 
 
+def debezium_reported(landing: str, signal_id: str | None) -> str | None:
+    """How Debezium said the snapshot ``signal_id`` ended (COMPLETED, ABORTED), if the landing holds
+    its notifications (``capture debezium``); None otherwise. Debezium sends the notification after the
+    snapshot's last READs, and the capture records it after landing them."""
+    from cdc_backfill.capture.debezium_landing import ended_snapshots
+
+    return ended_snapshots(Path(landing)).get(signal_id) if signal_id else None
+
+
 def debezium_scan(source_conn_id: str, signal_table: str | None) -> plans.WindowScan:
     from cdc_backfill.airflow.hooks import CdcSourceHook
 
@@ -45,6 +54,7 @@ class CdcWindowsClosedTrigger(BaseTrigger):
         baseline_windows: int | None = None,
         quiet_seconds: float = 60.0,
         poll_seconds: float = 5.0,
+        signal_id: str | None = None,
     ) -> None:
         super().__init__()
         self.engine = engine
@@ -55,6 +65,7 @@ class CdcWindowsClosedTrigger(BaseTrigger):
         self.baseline_windows = baseline_windows
         self.quiet_seconds = quiet_seconds
         self.poll_seconds = poll_seconds
+        self.signal_id = signal_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -68,6 +79,7 @@ class CdcWindowsClosedTrigger(BaseTrigger):
                 "baseline_windows": self.baseline_windows,
                 "quiet_seconds": self.quiet_seconds,
                 "poll_seconds": self.poll_seconds,
+                "signal_id": self.signal_id,
             },
         )
 
@@ -76,6 +88,12 @@ class CdcWindowsClosedTrigger(BaseTrigger):
         while True:
             # file and database reads block: off the triggerer's event loop
             if self.engine == "debezium":
+                # Debezium's own word, when a `capture debezium` lands the stream: exact, and it also
+                # works with insert_delete watermarking, whose windows leave no rows to scan
+                reported = await asyncio.to_thread(debezium_reported, self.landing_dir, self.signal_id)
+                if reported:
+                    yield TriggerEvent({"status": "passed" if reported == "COMPLETED" else reported.lower()})
+                    return
                 scan = await asyncio.to_thread(debezium_scan, self.source_conn_id, self.signal_table)
                 if watch.observe(scan, time.monotonic()):
                     yield TriggerEvent({"status": "passed", "windows": scan.windows})
