@@ -29,8 +29,13 @@ def settings(url: str, landing: Path, collections: tuple[str, ...] = (), **kw: o
     return DebeziumSettings(plain_url(url), collections, "public.cdc_signal", landing, **kw)  # type: ignore[arg-type]
 
 
-def dbz_drain(url: str, s: DebeziumSettings, until: tuple[str, ...] = ()) -> CaptureSummary:
-    return DebeziumCapture(s).run(drain=True, emit_marker=pg_marker_writer(url), until_snapshots=until)
+def dbz_drain(
+    url: str, s: DebeziumSettings, until: tuple[str, ...] = (), limit_s: float = 300
+) -> CaptureSummary:
+    """A drain that fails, rather than hangs, when Debezium stalls."""
+    return DebeziumCapture(s).run(
+        drain=True, emit_marker=pg_marker_writer(url), until_snapshots=until, max_seconds=limit_s
+    )
 
 
 def run_until_reads(s: DebeziumSettings, reads: int, limit_s: float = 120.0) -> CaptureSummary:

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 DRAIN_PREFIX = "cdc_backfill_drain"
 MARKER_EVERY_S = 2.0
+CLOSE_WAIT_S = 60.0
 LOG4J_CONFIG = Path(__file__).with_name("debezium-log4j2.properties")
 
 
@@ -238,6 +239,26 @@ class DebeziumCapture:
             )
         return f"the drain marker did not arrive within {seconds:,.0f} s"
 
+    def _close(self, engine: Any, seconds: float = CLOSE_WAIT_S) -> bool:
+        """Close the engine, waiting at most ``seconds``: a connector stuck inside Debezium must not
+        hang the process that runs it (seen once: a task thread spinning after its stream was gone)."""
+
+        def close() -> None:
+            try:
+                engine.close()
+            except Exception as exc:  # an engine that failed has shut itself down already
+                log.debug("closing the engine: %s", exc)
+
+        closer = threading.Thread(target=close, name="debezium-close", daemon=True)
+        closer.start()
+        closer.join(seconds)
+        if closer.is_alive():
+            log.error("Debezium's engine did not stop within %.0f s; leaving it", seconds)
+            if self._failure is None:
+                self._failure = DebeziumCaptureError(f"Debezium's engine did not stop within {seconds:.0f} s")
+            return False
+        return True
+
     def stop(self) -> None:
         """Ends a run after the batch being landed (a signal handler may call it)."""
         self._stop.set()
@@ -296,11 +317,8 @@ class DebeziumCapture:
         finally:
             with self._lock:  # never between a batch's landing and its commit
                 self._stop.set()
-                try:
-                    engine.close()
-                except Exception as exc:  # an engine that failed has shut itself down already
-                    log.debug("closing the engine: %s", exc)
-            thread.join(120)
+                closed = self._close(engine)
+            thread.join(120 if closed else 1)
         if isinstance(self._failure, DebeziumCaptureError):
             raise self._failure
         if self._failure is not None:

@@ -84,7 +84,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_reread(args: argparse.Namespace) -> int:
-    from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_signals
+    from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_filter, reread_signals
     from cdc_backfill.signals.model import SignalError
 
     state = Path(args.state)
@@ -117,7 +117,9 @@ def _cmd_reread(args: argparse.Namespace) -> int:
             print(f"refused: {exc}", file=sys.stderr)
             return 2
         verb = "would write" if args.dry_run else "written"
-        print(f"execute-snapshot {sig.id} {verb} to {store.signal_collection} for {coll}: {sig.condition}")
+        print(
+            f"execute-snapshot {sig.id} {verb} to {store.signal_collection} for {coll}: {reread_filter(sig)}"
+        )
     if not args.dry_run:
         print("the snapshot engine reads those keys; reconcile afterwards and the rows are complete")
     return 0

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from cdc_backfill.layout import META_FILE, current_path
-from cdc_backfill.signals.model import DATA_MAX, EXECUTE, Signal, new_signal_id
+from cdc_backfill.signals.model import DATA_MAX, EXECUTE, AdditionalCondition, Signal, new_signal_id
 
 
 class RereadError(ValueError):
@@ -74,6 +74,11 @@ def _condition(key: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> str:
     )
 
 
+def reread_filter(signal: Signal) -> str | None:
+    """The key condition a re-read signal carries (pure)."""
+    return signal.conditions[0].filter if signal.conditions else signal.condition
+
+
 def reread_signals(collection: str, key: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> list[Signal]:
     """Execute-snapshot signals of ``collection`` whose conditions name exactly ``keys``, as few as the
     signal table's data column allows."""
@@ -82,7 +87,10 @@ def reread_signals(collection: str, key: Sequence[str], keys: Sequence[tuple[Any
 
     def signal(of: Sequence[tuple[Any, ...]]) -> Signal:
         pattern = re.escape(collection)
-        return Signal(new_signal_id(), EXECUTE, (pattern,), "incremental", condition=_condition(key, of))
+        # Debezium's additional-conditions (one per collection): Debezium 3 no longer reads the single
+        # additional-condition and would re-read the whole table; this project's engine reads both
+        cond = AdditionalCondition(collection, _condition(key, of))
+        return Signal(new_signal_id(), EXECUTE, (pattern,), "incremental", conditions=(cond,))
 
     for k in keys:
         trial = signal([*batch, k])

@@ -27,7 +27,7 @@ class CdcRereadOperator(CdcOperator):
         self.state_dir = state_dir
 
     def execute(self, context: Context) -> list[str]:
-        from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_signals
+        from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_filter, reread_signals
         from cdc_backfill.signals.model import SignalError
 
         hook = self.hook()
@@ -40,7 +40,7 @@ class CdcRereadOperator(CdcOperator):
                 self.log.info("%s: %s row(s) miss a value the stream never sent: re-read", coll, len(keys))
                 for sig in reread_signals(coll, key, keys):
                     hook.send_signal(sig)
-                    self.log.info("%s: execute-snapshot %s sent: %s", coll, sig.id, sig.condition)
+                    self.log.info("%s: execute-snapshot %s sent: %s", coll, sig.id, reread_filter(sig))
                     sent.append(sig.id)
         except (RereadError, SignalError) as exc:
             raise refuse(exc) from exc
