@@ -36,14 +36,16 @@ def wait_for(landing: Path, kind: str, limit: float = 60.0) -> None:
 def test_pause_resume_and_stop_reach_debezium(fresh_db: str, tmp_path: Path) -> None:
     require_engine()
     url = fresh_db
+    # Debezium idles poll.interval.ms only while its stream is quiet, and its own watermarks keep it busy:
+    # the table must be large enough for the snapshot to outlast the signals below under load
     sql(
         url,
         "CREATE TABLE t (id int PRIMARY KEY, v text)",
-        "INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 20000) i",
+        "INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 300000) i",
     )
     SignalStore(url).init()
     landing = tmp_path / "lake"
-    s = settings(url, landing, ("public.t",), chunk_size=100, poll_ms=200)  # ~200 windows, 40 s at most
+    s = settings(url, landing, ("public.t",), chunk_size=100, poll_ms=200)
     dbz_drain(url, s)
     cap = DebeziumCapture(s)
     thread = threading.Thread(target=cap.run, kwargs={"drain": False}, daemon=True)
@@ -57,16 +59,16 @@ def test_pause_resume_and_stop_reach_debezium(fresh_db: str, tmp_path: Path) -> 
         wait_for(landing, "IN_PROGRESS")
         assert main(["signal", "pause-snapshot", *signal]) == 0
         wait_for(landing, "PAUSED")
-        time.sleep(0.5)  # a chunk already read when the pause arrived may still land
         paused_at = cap.summary.records
-        time.sleep(2.0)  # ten poll intervals: a running snapshot would read ten chunks
-        assert cap.summary.records == paused_at, "Debezium read chunks while paused"
+        time.sleep(2.0)  # a running snapshot reads dozens of chunks in that time
+        # a window open when the pause arrived still closes: one chunk and its watermarks at most
+        assert cap.summary.records - paused_at <= 100 + 4, "Debezium read chunks while paused"
         assert main(["signal", "resume-snapshot", *signal]) == 0
-        wait_for(landing, "RESUMED")
         assert main(["signal", "stop-snapshot", *signal, "--collections", "public.t"]) == 0
+        wait_for(landing, "RESUMED")
         wait_for(landing, "ABORTED")
     finally:
         cap.stop()
         thread.join(120)
     assert cap.summary.snapshots == {"dbz-control": "ABORTED"}  # Debezium says COMPLETED after it too
-    assert 0 < cap.summary.records < 20000  # stopped before the end
+    assert 0 < cap.summary.records < 300000  # stopped before the end
