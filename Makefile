@@ -40,8 +40,8 @@ browser:
 # Debezium's JVM runs inside pytest (JPype): its tests get a process of their own, away from the other
 # tests' Spark and Airflow (exit 5: the arguments selected none of one kind).
 test: $(STAMP) browser
-	$(BIN)/pytest -m "not debezium" $(PYTEST_ARGS) || test $$? -eq 5
 	$(BIN)/pytest -m debezium $(PYTEST_ARGS) || test $$? -eq 5
+	$(BIN)/pytest -m "not debezium" $(PYTEST_ARGS) || test $$? -eq 5
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)

@@ -57,13 +57,6 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         return 2
     # Absolute before Spark sees it: a session's JVM resolves relative paths against its own folder.
     state = Path(args.state).absolute()
-    if "://" not in args.state and not (collection_dir(state, args.collection) / CURRENT).is_dir():
-        print(
-            f"cannot verify: {args.state} holds no state of {args.collection} (run `cdc-backfill reconcile "
-            f"--state {args.state}` first, or give the folder it wrote)",
-            file=sys.stderr,
-        )
-        return 2
     url = require_source_url(args.source)
     engine = source_engine(url, pool_pre_ping=True)
     try:
