@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from tests.airflow.conftest import load_dag
-from tests.support.judge import columns_of, source_state
+from tests.support.judge import assert_state_is_source
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
@@ -67,12 +66,7 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
     assert ops_at_drain and ops_at_drain[0] > 10, "the writers must really have run during the snapshot"
     for coll in TABLES:
         assert len(list((landing / "snapshots" / coll).glob("*.parquet"))) > 400 // 37
-        columns, key = columns_of(fresh_db, coll)
-        names = [c.name for c in columns]
-        got = duckdb.sql(f"SELECT {', '.join(names)} FROM '{state / coll / 'current'}/*.parquet'").fetchall()
-        assert {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got} == (
-            source_state(fresh_db, coll, key)
-        ), coll
+    assert_state_is_source(fresh_db, state, TABLES)
 
 
 def test_a_conf_that_breaks_a_param_schema_is_refused_before_any_task(airflow_db: str) -> None:

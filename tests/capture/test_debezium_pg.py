@@ -14,22 +14,13 @@ import pytest
 from cdc_backfill.cli.main import main
 from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import dbz_drain, require_engine, run_until_reads, settings
-from tests.support.judge import columns_of, keyed_state, source_state
+from tests.support.judge import assert_state_is_source
 from tests.support.pg import plain_url, send
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.debezium]
 
 COLLECTIONS = ("public.orders", "public.lines", "public.words")
-
-
-def assert_state_is_source(spark, url: str, state: Path) -> None:  # type: ignore[no-untyped-def]
-    for coll in COLLECTIONS:
-        _, key = columns_of(url, coll)
-        got = keyed_state(spark.read.parquet(str(state / coll / "current")).collect(), key)
-        want = source_state(url, coll, key)
-        wrong = sorted(k for k in want.keys() | got.keys() if got.get(k) != want.get(k))
-        assert not wrong, f"{coll}: {len(wrong)} of {len(want)} rows differ, e.g. {wrong[:5]}"
 
 
 @pytest.mark.parametrize("watermarking", ["insert_insert", "insert_delete"])
@@ -65,7 +56,7 @@ def test_debezium_snapshot_under_writers_with_a_restart(
         dbz_drain(url, s, until=rereads)
         assert main(["ingest", "--landing", "lake"]) == 0
         assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
-    assert_state_is_source(spark, url, tmp_path / "state")
+    assert_state_is_source(url, tmp_path / "state", COLLECTIONS)
     for coll in COLLECTIONS:
         capsys.readouterr()
         code = main(["verify", "--source", plain_url(url), "--state", "state", "--collection", coll])

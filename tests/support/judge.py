@@ -60,6 +60,19 @@ def source_state(url: str, collection: str, key: list[str]) -> dict[tuple, dict]
     return out
 
 
+def assert_state_is_source(url: str, state: Path, collections: Iterable[str]) -> None:
+    """Every row of each collection's current state (read by DuckDB) equals the source's."""
+    import duckdb
+
+    for coll in collections:
+        columns, key = columns_of(url, coll)
+        names = [c.name for c in columns]
+        got = duckdb.sql(f"SELECT {', '.join(names)} FROM '{state / coll / 'current'}/*.parquet'").fetchall()
+        assert {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got} == (
+            source_state(url, coll, key)
+        ), coll
+
+
 def stream_changes(
     landing: Path, types: dict[str, dict[str, PgColumn]], keys: dict[str, list[str]]
 ) -> list[Change]:

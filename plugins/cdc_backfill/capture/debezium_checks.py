@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from cdc_backfill.capture.debezium import DebeziumRefused
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_landing import (
-    ended_snapshots,
     next_offset,
-    notifications_file,
+    read_notifications,
+    snapshot_outcomes,
     waiting_batches,
 )
 from cdc_backfill.config import mask_url, source_engine
@@ -101,18 +101,9 @@ def debezium_status(landing: Path, url: str | None = None, slot: str | None = No
         "files to ingest": len(waiting),
         "offsets": "stored" if any((landing / "_debezium").glob("*.offsets")) else "none yet",
     }
-    last: dict[str, str] = {}
-    path = notifications_file(landing)
-    if path.is_file():
-        import json
-
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                note = json.loads(line)
-            except ValueError:
-                continue
-            last[str(note.get("id"))] = str(note.get("type", "")).lower()
-    last.update({k: v.lower() for k, v in ended_snapshots(landing).items()})
+    notes = read_notifications(landing)
+    last = {str(n.get("id")): str(n.get("type", "")).lower() for n in notes}
+    last.update({k: v.lower() for k, v in snapshot_outcomes(notes).items()})
     out["snapshots"] = last or "none reported"
     if url and slot and connector_of(url) == "postgresql":
         from cdc_backfill.capture.status import capture_status

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cdc_backfill.files import write_atomically
@@ -29,17 +29,19 @@ def batch_file_name(first: int, last: int) -> str:
     return f"dbz-{first:020d}-{last:020d}.jsonl"
 
 
-def next_offset(landing: Path) -> int:
-    """The delivery offset of the next record: one after the last landed, whether ``ingest`` has moved
-    its file already or not (0 in an empty landing)."""
-    last = -1
+def _landed_batches(landing: Path) -> Iterator[tuple[int, Path]]:
+    """``(last offset, file)`` of every landed batch, whether ``ingest`` has moved it already or not."""
     for folder in (stream_dir(landing), ingested_stream_dir(landing)):
         if folder.is_dir():
             for p in folder.iterdir():
                 m = _NAME_RE.match(p.name)
                 if m:
-                    last = max(last, int(m.group(2)))
-    return last + 1
+                    yield int(m.group(2)), p
+
+
+def next_offset(landing: Path) -> int:
+    """The delivery offset of the next record: one after the last landed (0 in an empty landing)."""
+    return max((last for last, _ in _landed_batches(landing)), default=-1) + 1
 
 
 def waiting_batches(landing: Path) -> list[Path]:
@@ -49,13 +51,7 @@ def waiting_batches(landing: Path) -> list[Path]:
 
 
 def _last_file(landing: Path) -> Path | None:
-    best: tuple[int, Path] | None = None
-    for folder in (stream_dir(landing), ingested_stream_dir(landing)):
-        if folder.is_dir():
-            for p in folder.iterdir():
-                m = _NAME_RE.match(p.name)
-                if m and (best is None or int(m.group(2)) > best[0]):
-                    best = (int(m.group(2)), p)
+    best = max(_landed_batches(landing), default=None)
     return best[1] if best else None
 
 
@@ -65,10 +61,11 @@ def record_identity(key: object, value: object) -> str:
     the source's own times stay)."""
     doc = value
     if isinstance(doc, dict):
-        payload = doc.get("payload") if "payload" in doc and "schema" in doc else doc
+        wrapped = "payload" in doc and "schema" in doc
+        payload = doc["payload"] if wrapped else doc
         if isinstance(payload, dict):
             payload = {k: v for k, v in payload.items() if k not in ("ts_ms", "ts_us", "ts_ns")}
-            doc = {**doc, "payload": payload} if payload is not doc and "payload" in doc else payload
+            doc = {**doc, "payload": payload} if wrapped else payload
     return json.dumps([key, doc], sort_keys=True, separators=(",", ":"))
 
 
