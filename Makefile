@@ -38,10 +38,13 @@ browser:
 	  || echo "no Chromium at $(CHROMIUM): the browser test needs it (apt-get install chromium)"
 
 # Debezium's JVM runs inside pytest (JPype): its tests get a process of their own, away from the other
-# tests' Spark and Airflow (exit 5: the arguments selected none of one kind).
+# tests' Spark and Airflow. Both processes always run, so one failure never hides the other's results;
+# the target fails at the end if either did (exit 5: the arguments selected none of one kind).
 test: $(STAMP) browser
-	$(BIN)/pytest -m debezium $(PYTEST_ARGS) || test $$? -eq 5
-	$(BIN)/pytest -m "not debezium" $(PYTEST_ARGS) || test $$? -eq 5
+	@failed=""; \
+	$(BIN)/pytest -m debezium $(PYTEST_ARGS) || { rc=$$?; test $$rc -eq 5 || failed="the Debezium tests (exit $$rc)"; }; \
+	$(BIN)/pytest -m "not debezium" $(PYTEST_ARGS) || { rc=$$?; test $$rc -eq 5 || failed="$${failed:+$$failed and }the other tests (exit $$rc)"; }; \
+	if [ -n "$$failed" ]; then echo "make test: $$failed failed (see each process's summary above)"; exit 1; fi
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)

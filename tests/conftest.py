@@ -108,9 +108,27 @@ def fresh_db(pg_server: PgServer) -> Iterator[str]:
     try:
         yield url
     finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _drop_database(admin, name)
         admin.dispose()
+
+
+def _drop_database(admin, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Drop a test database and its replication slots. A slot's walsender can outlive the client that
+    stopped a moment ago (Debezium's JVM closes its connection asynchronously), and PostgreSQL refuses
+    to drop a database with an active slot, which would then stay and block the next test's slot of the
+    same name: end those walsenders first, for at most 30 s."""
+    import time
+
+    import sqlalchemy as sa
+
+    active = sa.text(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = :d AND active"
+    )
+    give_up = time.monotonic() + 30
+    with admin.connect() as conn:
+        while conn.execute(active, {"d": name}).all() and time.monotonic() < give_up:
+            time.sleep(0.2)
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 # ---------------------------------------------------------------- Spark

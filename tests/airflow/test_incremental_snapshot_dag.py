@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.airflow.conftest import load_dag
-from tests.support.judge import assert_state_is_source
+from tests.support.judge import assert_state_is_source, overlap
+from tests.support.pg import InWindow
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
@@ -19,20 +20,28 @@ TABLES = ("public.orders", "public.lines")
 def test_snapshot_dag_with_writers_ends_with_verify_equal(
     airflow_db: str, fresh_db: str, source_conn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from cdc_backfill.airflow.engine import ScopedSnapshotEngine
     from cdc_backfill.airflow.operators import CdcCaptureDrainOperator
 
     seed(fresh_db, orders=400, lines=400)
     writers = Writers(fresh_db, seed_value=8).start()
-    ops_at_drain: list[int] = []
     drain_execute = CdcCaptureDrainOperator.execute
+    engine_init = ScopedSnapshotEngine.__init__
 
     def stop_writers_then_drain(self, context):  # type: ignore[no-untyped-def]
         # the writers run through validate, signal and every chunk; they stop before the final drain so
         # that the source holds still for verify
-        ops_at_drain.append(writers.stop())
+        writers.stop()
         return drain_execute(self, context)
 
+    def writers_in_every_window(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # each snapshot task's engine waits inside every window for a writer's change: the overlap is
+        # certain on any machine, not a matter of how many changes fit into the snapshot
+        engine_init(self, *args, **kwargs)
+        self.window_hook = InWindow(fresh_db, action=None, writers=writers)
+
     monkeypatch.setattr(CdcCaptureDrainOperator, "execute", stop_writers_then_drain)
+    monkeypatch.setattr(ScopedSnapshotEngine, "__init__", writers_in_every_window)
     landing, state = tmp_path / "lake", tmp_path / "state"
     dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
     try:
@@ -48,8 +57,7 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
             }
         )
     finally:
-        if not ops_at_drain:
-            writers.stop()
+        writers.stop()
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
     assert run.state == "success", states
     assert states == {
@@ -63,7 +71,8 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
         ("reread", -1): "success",  # nothing to re-read: it sends no signal
         ("verify", -1): "success",  # verify fails the task when any range differs
     }
-    assert ops_at_drain and ops_at_drain[0] > 10, "the writers must really have run during the snapshot"
+    seen = overlap(fresh_db, landing, (*TABLES, "public.words"))  # the writers change words too
+    assert seen.windows and seen.windows_with_changes == seen.windows, "writers changed rows in every window"
     for coll in TABLES:
         assert len(list((landing / "snapshots" / coll).glob("*.parquet"))) > 400 // 37
     assert_state_is_source(fresh_db, state, TABLES)

@@ -8,7 +8,7 @@ import pytest
 
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from tests.support.judge import assert_consistent
+from tests.support.judge import assert_consistent, overlap
 from tests.support.pg import InWindow, drain, send
 from tests.support.workload import Writers, seed
 
@@ -25,13 +25,16 @@ def test_snapshot_while_writers_run_equals_the_source(fresh_db: str, tmp_path: P
     writers = Writers(fresh_db, seed_value=readers).start()
     try:
         send(fresh_db, *[t.replace(".", "\\.") for t in TABLES], chunk_size=97)
-        engine = SnapshotEngine(fresh_db, landing, readers=readers, window_hook=InWindow(fresh_db))
+        hook = InWindow(fresh_db, writers=writers)  # a writer's change inside every window, on any machine
+        engine = SnapshotEngine(fresh_db, landing, readers=readers, window_hook=hook)
         engine.run()
     finally:
-        ops = writers.stop()
+        writers.stop()
     drain(fresh_db, landing)
     result = assert_consistent(fresh_db, landing, TABLES)
-    assert ops > 10, "the writers must really have run during the snapshot"
+    seen = overlap(fresh_db, landing, TABLES)
+    assert seen.windows == hook.paced == engine.chunks_written
+    assert seen.windows_with_changes == seen.windows, "the writers changed rows inside every window"
     assert result.reads_dropped > 0, "some READ rows must have been superseded inside their windows"
     assert engine.chunks_written >= (2000 + 2000 + 14 * 60) // 97
     assert {v.status for v in SignalStore(fresh_db).list()} == {"done"}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available, pg_marker_writer
 from cdc_backfill.capture.debezium_config import DebeziumSettings
+from cdc_backfill.capture.debezium_landing import read_notifications
 from tests.support.pg import plain_url
 
 
@@ -38,16 +40,35 @@ def dbz_drain(
     )
 
 
-def run_until_reads(s: DebeziumSettings, reads: int, limit_s: float = 120.0) -> CaptureSummary:
-    """Follow until at least ``reads`` records landed, then stop: a connector stopped mid-snapshot."""
+def run_until(
+    s: DebeziumSettings, done: Callable[[DebeziumCapture], bool], limit_s: float = 120.0
+) -> CaptureSummary:
+    """Follow until ``done(capture)``, then stop: a connector stopped part-way (fails after ``limit_s``)."""
     cap = DebeziumCapture(s)
     out: list[CaptureSummary] = []
     thread = threading.Thread(target=lambda: out.append(cap.run(drain=False)), daemon=True)
     thread.start()
     give_up = time.monotonic() + limit_s
-    while cap.summary.records < reads and thread.is_alive() and time.monotonic() < give_up:
+    while not done(cap) and thread.is_alive():
+        assert time.monotonic() < give_up, f"Debezium did not get there in {limit_s:.0f} s"
         time.sleep(0.05)
     cap.stop()
     thread.join(120)
     assert out, "the capture did not end cleanly"
     return out[0]
+
+
+def run_until_reads(s: DebeziumSettings, reads: int, limit_s: float = 120.0) -> CaptureSummary:
+    """Follow until at least ``reads`` records landed, then stop: a connector stopped mid-snapshot."""
+    return run_until(s, lambda cap: cap.summary.records >= reads, limit_s)
+
+
+def run_until_a_chunk(s: DebeziumSettings, sid: str, limit_s: float = 120.0) -> CaptureSummary:
+    """Follow until Debezium reported a chunk of snapshot ``sid`` read (IN_PROGRESS), then stop."""
+
+    def chunk_read(_: DebeziumCapture) -> bool:
+        return any(
+            n.get("id") == sid and n.get("type") == "IN_PROGRESS" for n in read_notifications(s.landing)
+        )
+
+    return run_until(s, chunk_read, limit_s)

@@ -3,8 +3,10 @@ reconciled by the reference rules (DESIGN.md §6), must equal the source table, 
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.names import collection_name, split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn
-from tests.support.reference import Change, ReadRow, Result, reconcile
+from tests.support.reference import Change, ReadRow, Result, find_windows, reconcile
 from tests.support.typed import from_arrow, from_debezium, from_text
 
 SIGNAL = "public.cdc_signal"
@@ -135,13 +137,51 @@ def read_rows(landing: Path, collection: str, types: dict[str, PgColumn], key: l
     return rows
 
 
-def judge(url: str, landing: Path, collections: list[str]) -> tuple[Result, dict[str, dict[tuple, dict]]]:
-    """(reconcile result, the source's state) for the collections."""
+def _types_and_keys(
+    url: str, collections: Iterable[str]
+) -> tuple[dict[str, dict[str, PgColumn]], dict[str, list[str]]]:
     types, keys = {}, {}
     for coll in collections:
         cols, pk = columns_of(url, coll)
         types[coll] = {c.name: c for c in cols}
         keys[coll] = pk
+    return types, keys
+
+
+def landed_changes(url: str, landing: Path, collections: Iterable[str]) -> list[Change]:
+    """The landed stream's changes of the collections and of the signal collection (either landing)."""
+    types, keys = _types_and_keys(url, collections)
+    return stream_changes(landing, types, keys) + log_changes(landing, types, keys)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """What the writers did during a snapshot, read from the landed stream, not from the clock."""
+
+    windows: int  # windows closed in the stream
+    windows_with_changes: int  # of those, the windows with a change of the collections strictly inside
+    changes_in_span: int  # changes between the first window's low watermark and the last one's high
+
+
+def overlap(url: str, landing: Path, collections: Iterable[str]) -> Overlap:
+    """How the changes of ``collections`` in the landed stream overlapped the snapshots' windows."""
+    changes = landed_changes(url, landing, collections)
+    windows = [w for w in find_windows(changes).values() if w.high is not None]
+    writes = sorted(c.position for c in changes if c.collection != SIGNAL and c.op in ("c", "u", "d", "t"))
+
+    def between(low: tuple, high: tuple) -> int:  # strictly inside
+        return bisect.bisect_left(writes, high) - bisect.bisect_right(writes, low)
+
+    if not windows:
+        return Overlap(0, 0, 0)
+    span = between(min(w.low for w in windows), max(w.high for w in windows))  # type: ignore[type-var]
+    inside = sum(1 for w in windows if between(w.low, w.high) > 0)  # type: ignore[arg-type]
+    return Overlap(len(windows), inside, span)
+
+
+def judge(url: str, landing: Path, collections: list[str]) -> tuple[Result, dict[str, dict[tuple, dict]]]:
+    """(reconcile result, the source's state) for the collections."""
+    types, keys = _types_and_keys(url, collections)
     changes = stream_changes(landing, types, keys) + log_changes(landing, types, keys)  # either landing
     reads = [r for coll in collections for r in read_rows(landing, coll, types[coll], keys[coll])]
     result = reconcile(changes, reads, signal_collection=SIGNAL)
@@ -164,4 +204,4 @@ def assert_consistent(url: str, landing: Path, collections: list[str]) -> Result
     return result
 
 
-__all__ = ["assert_consistent", "collection_name", "judge", "source_state"]
+__all__ = ["assert_consistent", "collection_name", "judge", "overlap", "source_state"]

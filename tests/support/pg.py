@@ -11,6 +11,7 @@ from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
+from tests.support.workload import Writers
 
 
 def plain_url(url: str) -> str:
@@ -57,34 +58,45 @@ def eager_engine(url: str, landing: Path, **kw: object) -> SnapshotEngine:
 class InWindow:
     """Inside every window of ``orders``: change the chunk's first row from another connection, so each
     chunk has a READ that the stream supersedes (random writers alone rarely hit a key while its
-    few-millisecond window is open)."""
+    few-millisecond window is open). With ``writers``, every window of any collection also waits until
+    the writers have committed a change inside it: the overlap of writers and snapshot is certain
+    instead of a matter of the machine's speed (``paced`` counts those windows). ``action=None``: no
+    change of ``orders`` of its own."""
 
-    def __init__(self, url: str, action: str = "UPDATE orders SET status = 'in-window' WHERE id = "
-                 "(SELECT min(id) FROM orders WHERE id > :after)") -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        action: str | None = "UPDATE orders SET status = 'in-window' WHERE id = "
+        "(SELECT min(id) FROM orders WHERE id > :after)",
+        writers: Writers | None = None,
+    ) -> None:
         self.engine = sa.create_engine(url)
         self.action = action
+        self.writers = writers
         self.calls = 0
+        self.paced = 0
 
     def __call__(self, shape, after) -> None:  # type: ignore[no-untyped-def]
-        if shape.collection != "public.orders":
-            return
-        with self.engine.begin() as conn:
-            conn.execute(sa.text(self.action), {"after": int(after[0]) if after else 0})
-        self.calls += 1
+        if shape.collection == "public.orders" and self.action:
+            with self.engine.begin() as conn:
+                conn.execute(sa.text(self.action), {"after": int(after[0]) if after else 0})
+            self.calls += 1
+        if self.writers is not None:
+            self.writers.change_from_now()
+            self.paced += 1
 
 
 def snapshot_under_writers(
     url: str, landing: Path, collections: list[str], chunk_size: int, seed_value: int, format: str = "log"
 ) -> None:
-    """The central case: the stream drained, then a snapshot of ``collections`` (2 readers, a change
-    inside every window) while writers insert, update, delete and change keys; then drained again."""
-    from tests.support.workload import Writers
-
+    """The central case: the stream drained, then a snapshot of ``collections`` (2 readers; inside every
+    window a change of the chunk's first order and a writer's change) while writers insert, update,
+    delete and change keys; then drained again."""
     drain(url, landing, format)
     writers = Writers(url, seed_value=seed_value).start()
     try:
         send(url, *[c.replace(".", "\\.") for c in collections], chunk_size=chunk_size)
-        SnapshotEngine(url, landing, readers=2, window_hook=InWindow(url)).run()
+        SnapshotEngine(url, landing, readers=2, window_hook=InWindow(url, writers=writers)).run()
     finally:
         writers.stop()
     drain(url, landing, format)

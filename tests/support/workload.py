@@ -57,7 +57,10 @@ def seed(
 
 
 class Writers:
-    """One thread of random changes, seeded; ``stop()`` waits for it to finish its transaction."""
+    """One thread of random changes, seeded; ``stop()`` waits for it to finish its transaction.
+
+    Tests never count on how many changes happened to fit into a snapshot (that is the machine's speed):
+    they wait for the changes they need with :meth:`change_from_now` and :meth:`wait_for_changes`."""
 
     def __init__(self, url: str, seed_value: int, max_order: int = 4000, toast_moves: bool = False) -> None:
         """``toast_moves``: also move keys of rows whose TOASTed ``doc`` stays unchanged (the stream
@@ -66,7 +69,10 @@ class Writers:
         self.rng = random.Random(seed_value)
         self.max_order = max_order
         self.toast_moves = toast_moves
-        self.ops = 0
+        self.ops = 0  # transactions committed
+        self.changes = 0  # rows they changed (a no-op statement changes none and streams nothing)
+        self._last_changing = 0  # the number (1, 2, ...) of the last committed transaction that changed rows
+        self._moved = threading.Condition()
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="writers", daemon=True)
@@ -74,6 +80,26 @@ class Writers:
     def start(self) -> Writers:
         self._thread.start()
         return self
+
+    def change_from_now(self, timeout: float = 120.0) -> None:
+        """Block until a transaction that began after this call has committed a change. The thread runs
+        one transaction after another, so any transaction numbered two past the count seen now began
+        after it: called inside a window, that change commits inside the window."""
+        with self._moved:
+            target = self.ops + 2
+            self._wait(lambda: self._last_changing >= target, timeout, "a change")
+
+    def wait_for_changes(self, n: int, timeout: float = 120.0) -> None:
+        """Block until ``n`` more rows have been changed and committed."""
+        with self._moved:
+            target = self.changes + n
+            self._wait(lambda: self.changes >= target, timeout, f"{n} changes")
+
+    def _wait(self, done, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+        ok = self._moved.wait_for(lambda: done() or self.errors or self._stop.is_set(), timeout)
+        if self.errors:
+            raise self.errors[0]
+        assert ok and done(), f"the writers committed no {what} in {timeout:.0f} s"
 
     def stop(self) -> int:
         self._stop.set()
@@ -86,20 +112,35 @@ class Writers:
     def _loop(self) -> None:
         try:
             while not self._stop.is_set():
+                changed = 0
                 with self.engine.begin() as conn:
                     long = self.rng.random() < 0.05
                     for _ in range(self.rng.randint(3, 8) if long else 1):
-                        self._one(conn)
+                        changed += self._one(conn)
                         if long:
                             time.sleep(0.03)  # a transaction that spans several windows
-                self.ops += 1
+                with self._moved:
+                    self.ops += 1
+                    self.changes += changed
+                    if changed:
+                        self._last_changing = self.ops
+                    self._moved.notify_all()
         except BaseException as exc:
             self.errors.append(exc)
+        finally:
+            with self._moved:
+                self._moved.notify_all()
 
-    def _one(self, conn: sa.Connection) -> None:
+    def _one(self, conn: sa.Connection) -> int:
+        """One random statement; the number of rows it changed."""
         r = self.rng.random()
         oid = self.rng.randint(1, self.max_order)
-        q = lambda sql, **p: conn.execute(sa.text(sql), p)  # noqa: E731
+        changed = 0
+
+        def q(sql: str, **p: object) -> None:
+            nonlocal changed
+            changed += conn.execute(sa.text(sql), p).rowcount
+
         if r < 0.2:
             q("INSERT INTO orders VALUES (:i, 'ins', :a, NULL) ON CONFLICT DO NOTHING", i=oid, a=oid / 3)
         elif r < 0.25:
@@ -133,3 +174,4 @@ class Writers:
             q("INSERT INTO words VALUES (:w, 1) ON CONFLICT (w) DO UPDATE SET n = words.n + 1", w=w)
         else:
             q("DELETE FROM words WHERE w = :w", w=self.rng.choice(WORDS) + str(self.rng.randint(1, 90)))
+        return changed

@@ -18,6 +18,7 @@ import pytest
 from cdc_backfill.cli import main
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
+from tests.support.judge import overlap
 from tests.support.pg import InWindow, drain, send
 from tests.support.workload import Writers, seed
 
@@ -102,11 +103,12 @@ def test_verify_finds_and_repairs_a_corrupted_row(fresh_db: str, tmp_path: Path,
     writers = Writers(fresh_db, seed_value=11).start()
     try:
         send(fresh_db, *[c.replace(".", "\\.") for c in COLLECTIONS], chunk_size=37)
-        SnapshotEngine(fresh_db, landing, readers=2, window_hook=InWindow(fresh_db)).run()
+        SnapshotEngine(fresh_db, landing, readers=2, window_hook=InWindow(fresh_db, writers=writers)).run()
     finally:
-        ops = writers.stop()
-    assert ops > 10, "the writers must have run during the snapshot"
+        writers.stop()
     drain(fresh_db, landing)
+    seen = overlap(fresh_db, landing, COLLECTIONS)
+    assert seen.windows and seen.windows_with_changes == seen.windows, "writers changed rows in every window"
     summary = reconcile(landing, state)
     assert summary["collections"]["public.orders"]["reads_dropped"] > 0  # the in-window changes
 

@@ -204,15 +204,23 @@ class CdcSourceHook(BaseHook):
         landed; with ``until``, first until Debezium said those snapshots (signal ids) ended."""
         from cdc_backfill.capture.debezium import DebeziumCapture, pg_marker_writer
         from cdc_backfill.capture.debezium_checks import preflight
+
+        settings = self.debezium_settings(landing)
+        preflight(settings)
+        return DebeziumCapture(settings).run(
+            drain=True,
+            emit_marker=pg_marker_writer(settings.url),
+            until_snapshots=until,
+            max_seconds=max_seconds,
+        )
+
+    def debezium_settings(self, landing: Path):  # type: ignore[no-untyped-def]
+        """Debezium's connector for this source, landing into ``landing``: every table, this signal table."""
         from cdc_backfill.capture.debezium_config import DebeziumSettings
         from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 
         url = self.require_source_url()
-        settings = DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_COLLECTION, Path(landing))
-        preflight(settings)
-        return DebeziumCapture(settings).run(
-            drain=True, emit_marker=pg_marker_writer(url), until_snapshots=until, max_seconds=max_seconds
-        )
+        return DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_COLLECTION, Path(landing))
 
     def ensure_capture(
         self,
