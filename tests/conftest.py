@@ -96,6 +96,16 @@ def pg_url(pg_server: PgServer) -> str:
 @pytest.fixture
 def fresh_db(pg_server: PgServer) -> Iterator[str]:
     """A new empty database on the test server for one test; dropped afterwards. Returns its URL."""
+    yield from _new_database(pg_server)
+
+
+@pytest.fixture
+def other_db(pg_server: PgServer) -> Iterator[str]:
+    """A second new database on the same server, for a test that needs two sources."""
+    yield from _new_database(pg_server)
+
+
+def _new_database(pg_server: PgServer) -> Iterator[str]:
     import uuid
 
     import sqlalchemy as sa

@@ -4,7 +4,8 @@ of them uses (pure).
 Landing zone: ``<landing>/log/<collection>/v0001/p<first>-<last>.parquet`` the typed event log and
 ``<landing>/log/<collection>/_schema.json`` its schema document; ``<landing>/stream/cdc-<first commit>-<last commit>-<last lsn>.jsonl`` the capture's
 stream files (other tools' files keep their names); ``<landing>/snapshots/<collection>/<chunk>.parquet``
-the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types.
+the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types;
+``<landing>/_landing.json`` the landing's identity and the replication slots bound to it.
 
 State: ``<state>/<collection>/v000007/*.parquet`` is one complete version; ``<state>/<collection>/current``
 a link to the newest complete one; ``<state>/<collection>/_log.json`` the versions written;
@@ -27,6 +28,7 @@ SNAPSHOT_DIR = "snapshots"
 SCHEMA_DIR = "_schemas"
 STAGING_DIR = "_staging"  # <landing>/log/_staging/<run>/: what an ingest's Spark job writes before naming it
 QUARANTINE_DIR = "_quarantine"  # <landing>/_quarantine/ingest-<run>/: records an ingest could not read
+LANDING_META = "_landing.json"  # the landing's identity and the slots bound to it (capture.binding)
 INGESTED_DIR = "_ingested"  # <landing>/_ingested/stream/: the landing's JSON files, once in the log
 
 STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")  # stream files of any capture
@@ -39,6 +41,10 @@ CARRY_ROWS, CARRY_SIGNALS = "rows", "signals"  # its two parts: the collection's
 LOG = "_log.json"
 RUNS_DIR = "_runs"
 _VERSION_RE = re.compile(r"^v(\d{6})$")
+
+
+def landing_meta_file(landing: Path) -> Path:
+    return Path(landing) / LANDING_META
 
 
 def stream_dir(landing: Path) -> Path:

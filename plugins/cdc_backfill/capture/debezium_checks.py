@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cdc_backfill.capture.binding import SlotBindingError, check_binding, forget_binding, record_binding
 from cdc_backfill.capture.debezium import DebeziumRefused
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_landing import (
@@ -41,22 +42,37 @@ def preflight(s: DebeziumSettings) -> None:
             _check_signal_table(inspector, s.signal_table)
             for coll in s.collections:
                 _check_collection(inspector, coll)
+        if slot is None and offsets_file(s.landing, s.name).exists():
+            raise DebeziumRefused(
+                f"the replication slot {s.slot} is gone but {s.landing} holds the connector's offsets: "
+                "changes since its last run are lost to the stream. Re-snapshot what you need into a new "
+                f"landing zone, or remove {offsets_file(s.landing, s.name)} to start the stream from now"
+            )
+        if wal != "logical":
+            raise DebeziumRefused(
+                f"the source runs with wal_level={wal}: Debezium's PostgreSQL connector needs logical "
+                "(ALTER SYSTEM SET wal_level = logical, then restart the server)"
+            )
+        _bind(engine, s, slot is not None)
     except sa.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0]
         raise DebeziumRefused(f"cannot reach {mask_url(s.url)}: {reason}") from None
     finally:
         engine.dispose()
-    if slot is None and offsets_file(s.landing, s.name).exists():
-        raise DebeziumRefused(
-            f"the replication slot {s.slot} is gone but {s.landing} holds the connector's offsets: changes "
-            "since its last run are lost to the stream. Re-snapshot what you need into a new landing zone, or "
-            f"remove {offsets_file(s.landing, s.name)} to start the stream from now"
-        )
-    if wal != "logical":
-        raise DebeziumRefused(
-            f"the source runs with wal_level={wal}: Debezium's PostgreSQL connector needs logical "
-            "(ALTER SYSTEM SET wal_level = logical, then restart the server)"
-        )
+
+
+def _bind(engine: sa.Engine, s: DebeziumSettings, slot_exists: bool) -> None:
+    """The connector's slot belongs to this landing zone (``capture.binding``), checked and recorded
+    before the connector creates or takes the slot."""
+    schema, _ = _split(s.signal_table)
+    try:
+        with engine.begin() as conn:
+            if not slot_exists:
+                forget_binding(conn, s.slot, schema)  # the name is free for this landing
+            source = check_binding(conn, s.landing, s.slot, schema)
+            record_binding(conn, s.landing, s.slot, schema, source)
+    except SlotBindingError as exc:
+        raise DebeziumRefused(str(exc)) from None
 
 
 def _split(name: str) -> tuple[str, str]:

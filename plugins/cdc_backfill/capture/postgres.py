@@ -31,6 +31,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from cdc_backfill import __version__
+from cdc_backfill.capture.binding import (
+    BINDING_TABLE,
+    check_binding,
+    check_slot_not_lost,
+    forget_binding,
+    record_binding,
+)
 from cdc_backfill.capture.landing import LandingWriter, landed_position
 from cdc_backfill.capture.lines import (
     RelInfo,
@@ -50,6 +57,7 @@ from cdc_backfill.capture.publication import (
     ensure_publication,
     ensure_slot,
     list_tables,
+    slot_exists,
 )
 from cdc_backfill.capture.status import capture_status
 from cdc_backfill.config import source_engine
@@ -111,7 +119,8 @@ class PostgresCapture:
         self.publication = publication
         self.patterns = list(collections) if collections else None
         self.signal_table = signal_table
-        self.writer = self._make_writer(roll_bytes, roll_seconds)
+        self._roll = (roll_bytes, roll_seconds)
+        self.writer: Any = None  # made by run(), once setup() found the landing to be the slot's
         self.stats = CaptureStats()
         self.engine = source_engine(url, isolation_level="AUTOCOMMIT")
         self.db = make_url(url).database or ""
@@ -138,10 +147,18 @@ class PostgresCapture:
             bookkeeping = set(store.protected[1:]) | {
                 collection_name(store.schema or "public", PROGRESS_TABLE)
             }
+            bookkeeping.add(collection_name(store.schema or "public", BINDING_TABLE))
+            # the slot's landing first: a refused capture creates, streams and confirms nothing
+            exists = slot_exists(conn, self.slot)
+            check_slot_not_lost(self.landing, self.slot, exists)
+            if not exists:
+                forget_binding(conn, self.slot, store.schema)  # the name is free for this landing
+            source = check_binding(conn, self.landing, self.slot, store.schema)
             tables = [t for t in list_tables(conn) if t.collection not in bookkeeping]
             chosen, warnings = choose_tables(tables, self.patterns, [store.signal_collection])
             added = ensure_publication(conn, self.publication, chosen)
             created = ensure_slot(conn, self.slot)
+            record_binding(conn, self.landing, self.slot, store.schema, source)
         for w in warnings:
             log.warning("%s", w)
         if added:
@@ -207,6 +224,7 @@ class PostgresCapture:
     def run(self, follow: bool = False, max_seconds: float | None = None) -> CaptureStats:
         """Stream until the drain marker (``follow=False``) or until stopped (SIGTERM/SIGINT)."""
         self.setup()
+        self.writer = self._make_writer(*self._roll)
         conn = psycopg2.connect(
             libpq_dsn(self.url, replication=True),
             connection_factory=psycopg2.extras.LogicalReplicationConnection,

@@ -100,6 +100,13 @@ def ensure_publication(conn: sa.Connection, name: str, tables: Sequence[TableChe
     return [t.collection for t in missing]
 
 
+def slot_exists(conn: sa.Connection, slot: str) -> bool:
+    return (
+        conn.execute(sa.text("SELECT 1 FROM pg_replication_slots WHERE slot_name = :s"), {"s": slot}).first()
+        is not None
+    )
+
+
 def ensure_slot(conn: sa.Connection, slot: str) -> bool:
     """Create the pgoutput slot if missing (autocommit connection); True if created."""
     row = conn.execute(
