@@ -6,7 +6,9 @@ import pytest
 
 from cdc_backfill.cli import error_line, error_status, is_summary_line, main
 from cdc_backfill.config import ConfigError
+from tests.support.cli import cli
 from tests.support.output import spark_info_lines
+from tests.support.pg import plain_url
 
 
 class OperationalError(Exception):
@@ -41,12 +43,37 @@ def test_a_bad_url_in_the_environment_stops_every_command(
     assert "(from CDC_BACKFILL_SOURCE_URL)" in err and "secret" not in err and err.count("\n") == 1
 
 
-def test_verbose_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verbose_shows_the_traceback_and_keeps_the_exit_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", "nope://h")
     # -v asks Spark for its INFO log in the processes it starts: not beyond this test
     monkeypatch.setenv("CDC_BACKFILL_SPARK_LOG_LEVEL", "WARN")
-    with pytest.raises(ConfigError):
-        main(["-v", "snapshot", "status"])
+    assert main(["-v", "snapshot", "status"]) == 2  # bad input, as without -v
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ConfigError" in err
+    assert err.rstrip().splitlines()[-1].startswith("cdc-backfill snapshot: unsupported database URL")
+
+
+@pytest.mark.pg
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("signal", "list"),
+        ("signal", "pause-snapshot"),
+        ("snapshot", "status"),
+        ("snapshot", "run", "--once", "--landing", "lake"),
+    ],
+)
+def test_a_source_without_the_signal_tables_is_told_to_run_signal_init(
+    fresh_db: str, tmp_path, command: tuple[str, ...]
+) -> None:  # type: ignore[no-untyped-def]
+    url = plain_url(fresh_db)
+    res = cli(tmp_path, *command, "--source", url)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    line = res.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line and "ProgrammingError" not in line, line
+    assert line.endswith("table: run `cdc-backfill signal init` on this source first"), line
 
 
 def test_the_reconcile_summary_is_told_from_its_step_lines() -> None:

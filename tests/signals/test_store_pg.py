@@ -21,7 +21,9 @@ CREATE TABLE schema1.table1 (id int PRIMARY KEY, v text);
 CREATE TABLE schema2.table2 (id int PRIMARY KEY, v text);
 CREATE TABLE schema1.products (id int PRIMARY KEY, color text, quantity int);
 CREATE TABLE public.customers (id int PRIMARY KEY, name text, email text);
-CREATE TABLE public.events (event_id bigint NOT NULL, payload text);
+CREATE TABLE public.events (event_id bigint NOT NULL UNIQUE, payload text);
+CREATE TABLE public.logs (code text UNIQUE, line text);
+CREATE UNIQUE INDEX customers_email_vip ON public.customers (email) WHERE name = 'vip';
 """
 
 
@@ -145,6 +147,9 @@ BAD_INPUTS = [
     (["execute-snapshot", "--collections", "public.customers", "--chunk-size", "0"], "chunk-size must be between 1"),
     (["execute-snapshot", "--collections", "public.customers", "--surrogate-key", "nope"], "surrogate-key 'nope' is not a column"),
     (["execute-snapshot", "--collections", "public.events"], "public.events has no primary key"),
+    (["execute-snapshot", "--collections", "public.customers", "--surrogate-key", "name"], "surrogate-key 'name' of public.customers has no unique index"),
+    (["execute-snapshot", "--collections", "public.customers", "--surrogate-key", "email"], "has no unique index"),  # a partial one
+    (["execute-snapshot", "--collections", "public.logs", "--surrogate-key", "code"], "may be NULL, and public.logs has no primary key"),
     (["execute-snapshot", "--collections", "public.customers", "--conditions", "{not json"], "--conditions is not valid JSON"),
     (["execute-snapshot", "--collections", "public.customers", "--condition", "pg_sleep(5) IS NULL"], "calls pg_sleep()"),
     (["execute-snapshot", "--collections", "public.(customers"], "is not a valid regular expression"),
@@ -177,7 +182,7 @@ def test_bad_input_is_refused_with_distinct_reasons_and_nothing_written(
 
 def test_missing_signal_table_and_unreachable_source(source: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(source, "pause-snapshot") == 2
-    assert "does not exist: run `cdc-backfill signal init`" in capsys.readouterr().err
+    assert "table: run `cdc-backfill signal init` on this source first" in capsys.readouterr().err
     bad = "postgresql+psycopg2://ops:hunter2@127.0.0.1:1/none"
     assert cli(bad, "pause-snapshot") == 3
     err = capsys.readouterr().err

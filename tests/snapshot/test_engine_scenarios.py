@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.signals.model import Signal
+from cdc_backfill.signals.model import Signal, SignalError
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.status import summarize
 from tests.support.judge import assert_consistent
@@ -165,18 +165,26 @@ def test_surrogate_key_works_and_an_invalid_one_does_not_get_stuck(fresh_db: str
         "CREATE TABLE notes (id int PRIMARY KEY, kind int)",  # kind repeats: not a usable chunk key
         "INSERT INTO notes SELECT i, i % 5 FROM generate_series(1, 50) i",
     )
-    send(fresh_db, "bad", "public.notes", chunk_size=10, surrogate_key="kind")
+    with pytest.raises(SignalError, match=r"surrogate-key 'kind' of public\.notes has no unique index"):
+        send(fresh_db, "bad", "public.notes", chunk_size=10, surrogate_key="kind")  # refused where written
+    # written by plain SQL (as Debezium users do): the engine finds it bad, and goes on with the rest
+    bad = Signal(
+        "bad", "execute-snapshot", ("public.notes",), "incremental", chunk_size=10, surrogate_key="kind"
+    )
+    store = SignalStore(fresh_db)
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(store.signal).values(**bad.row()))
+    store.engine.dispose()
     send(fresh_db, "good", "public.events", chunk_size=10, surrogate_key="event_id")
     e = engine(fresh_db, tmp_path)
     e.run()
     status = {(s.signal_id, s.collection): s for s in summarize(e.progress.ranges())}
-    assert status[("bad", "public.notes")].status == "failed"
-    assert "has no unique index" in status[("bad", "public.notes")].reason
+    assert ("bad", "public.notes") not in status  # nothing was read for it
     assert status[("good", "public.events")].status == "done"
     assert sorted(r["event_id"] for r in landed(tmp_path, "public.events")) == [i * 10 for i in range(1, 121)]
     meta = pq.read_schema(glob.glob(str(tmp_path / "snapshots" / "public.events" / "*.parquet"))[0]).metadata
     assert meta[b"cdc.key"] == b'["event_id"]'  # no primary key: the surrogate identifies rows
     views = {v.id: v for v in SignalStore(fresh_db).list()}
     assert views["good"].status == "done"
-    assert views["bad"].status == "failed"
+    assert views["bad"].status == "rejected"
     assert "has no unique index" in views["bad"].reason

@@ -49,6 +49,9 @@ def test_status_command_against_a_real_run(
     from tests.support.pg import sql
 
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t SELECT generate_series(1, 100)")
+    assert main(["snapshot", "status", "--source", fresh_db]) == 2  # no signal tables: `signal init` first
+    assert "run `cdc-backfill signal init` on this source first" in capsys.readouterr().err
+    assert main(["signal", "init", "--source", fresh_db]) == 0
     assert main(["snapshot", "status", "--source", fresh_db]) == 0
     assert "no snapshots yet" in capsys.readouterr().out
     send(fresh_db, "s1", "public.t", chunk_size=30)

@@ -200,8 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if args.verbose:
-            raise
+        if args.verbose:  # the traceback, and still the exit status that says what kind of failure
+            import traceback
+
+            traceback.print_exc()
         # Bad input and unreachable servers end in one line, never a traceback (-v shows it).
         print(
             f"cdc-backfill {args.command}: {error_line(exc, getattr(args, 'source', None))}", file=sys.stderr
@@ -213,11 +215,17 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
     """One line saying what went wrong (pure: tested with the exceptions users meet); ``source``: the
     URL the command was given, named (password masked) when it cannot be reached."""
     from cdc_backfill.config import ConfigError, mask_url
+    from cdc_backfill.signals.model import SignalError
 
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | SignalError):
         return str(exc)
     first = (str(exc).strip().splitlines() or [""])[0]
     name = type(exc).__name__
+    missing = missing_bookkeeping_table(exc)
+    if missing:
+        from cdc_backfill.signals.store import missing_tables_hint
+
+        return missing_tables_hint(missing)
     if name == "OperationalError":  # SQLAlchemy's and psycopg2's: the server was not reached
         detail = first.removeprefix("(psycopg2.OperationalError) ")
         where = f" {mask_url(source)}" if source else ""
@@ -227,10 +235,27 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
     return f"{name}: {mask_url(first)} (run with -v for the details)"
 
 
-def error_status(exc: BaseException) -> int:
-    """2 for bad input, 3 for a source that cannot be reached, 1 for anything else."""
-    from cdc_backfill.config import ConfigError
+def missing_bookkeeping_table(exc: BaseException) -> str | None:
+    """The name of the project's table (signal, status, progress, slot binding) whose absence ``exc``
+    reports, or None (pure)."""
+    import re
 
-    if isinstance(exc, ConfigError):
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "pgcode", None) != "42P01":  # undefined_table
+        return None
+    m = re.search(r'relation "([^"]+)" does not exist', str(orig))
+    name = m.group(1) if m else ""
+    return (
+        name if re.search(r"(^|\.)cdc_(signal|signal_status|snapshot_progress|slot_binding)$", name) else None
+    )
+
+
+def error_status(exc: BaseException) -> int:
+    """2 for bad input (a missing signal table too), 3 for a source that cannot be reached, 1 for
+    anything else."""
+    from cdc_backfill.config import ConfigError
+    from cdc_backfill.signals.model import SignalError
+
+    if isinstance(exc, ConfigError | SignalError) or missing_bookkeeping_table(exc):
         return 2
     return 3 if type(exc).__name__ == "OperationalError" else 1

@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc_backfill.config import require_source_url
+
+if TYPE_CHECKING:
+    from cdc_backfill.snapshot.status import CollectionStatus
 
 SNAPSHOT_EPILOG = """examples:
   cdc-backfill snapshot run --landing lake/ --once --readers 2     # run accepted signals to the end, then exit
@@ -28,12 +32,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
             readers=args.readers,
             signal_table=args.signal_table,
         )
+        engine.signals.require_tables()
+        engine.progress.init()
+        failed_before = _failed(summarize(engine.progress.ranges()))
         engine.run(follow=args.follow)
     except SnapshotError as exc:
         print(f"snapshot refused: {exc}", file=sys.stderr)
         return 2
-    print(render(summarize(engine.progress.ranges())))
-    return 0
+    statuses = summarize(engine.progress.ranges())
+    print(render(statuses))
+    # a run that could not read what it was asked never reports success
+    failed = [s for s in statuses if (s.signal_id, s.collection) in _failed(statuses) - failed_before]
+    for s in failed:
+        print(
+            f"snapshot {s.signal_id}: {s.collection} failed: {s.reason or 'no reason recorded'}",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
+
+
+def _failed(statuses: list[CollectionStatus]) -> set[tuple[str, str]]:
+    return {(s.signal_id, s.collection) for s in statuses if s.status == "failed"}
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -44,6 +63,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from cdc_backfill.snapshot.status import render, summarize
 
     store = SignalStore(require_source_url(args.source), args.signal_table)
+    store.require_tables()
     progress = ProgressStore(store.engine, store.schema)
     if not sa.inspect(store.engine).has_table(progress.table.name, schema=progress.table.schema):
         print("no snapshots yet" if not args.json else "[]")

@@ -18,6 +18,10 @@ class TableInfo:
     name: str
     columns: tuple[str, ...]
     primary_key: tuple[str, ...]
+    # the columns with a unique constraint or index of their own, which may serve as a surrogate key;
+    # None where the catalog was not read from a source (nothing to check against)
+    unique_columns: tuple[str, ...] | None = None
+    nullable: tuple[str, ...] = ()  # the columns that may hold NULL
 
     @property
     def collection(self) -> str:

@@ -87,6 +87,13 @@ class SignalStore:
                     created.append(table.name)
         return created
 
+    def require_tables(self) -> None:
+        """Refuse (SignalError) a source whose signal tables were never created."""
+        insp = sa.inspect(self.engine)
+        for table in (self.signal, self.status):
+            if not insp.has_table(table.name, schema=self.schema):
+                raise SignalError(missing_tables_hint(collection_name(self.schema or "", table.name)))
+
     def catalog(self) -> Catalog:
         """Every user table of the source with its columns and primary key (reflected in bulk)."""
         insp = sa.inspect(self.engine)
@@ -97,16 +104,19 @@ class SignalStore:
                 continue
             columns = insp.get_multi_columns(schema=schema)
             pks = insp.get_multi_pk_constraint(schema=schema)
+            uniques = insp.get_multi_unique_constraints(schema=schema)
+            indexes = insp.get_multi_indexes(schema=schema)
             for (sch, table), cols in columns.items():
-                pk = pks.get((sch, table)) or {}
-                tables.append(
-                    TableInfo(
-                        sch or schema,
-                        table,
-                        tuple(c["name"] for c in cols),
-                        tuple(pk.get("constrained_columns") or ()),
-                    )
-                )
+                pk = tuple((pks.get((sch, table)) or {}).get("constrained_columns") or ())
+                single = {tuple(u["column_names"]) for u in uniques.get((sch, table), [])} | {
+                    tuple(i["column_names"])
+                    for i in indexes.get((sch, table), [])
+                    if i.get("unique") and not (i.get("dialect_options") or {}).get("postgresql_where")
+                }  # a partial unique index leaves the other rows free to repeat
+                names = tuple(c["name"] for c in cols)
+                unique = tuple(c for c in names if (c,) in single | {pk})
+                nullable = tuple(c["name"] for c in cols if c.get("nullable", True))
+                tables.append(TableInfo(sch or schema, table, names, pk, unique, nullable))
         return Catalog(self.dialect, tuple(sorted(tables, key=lambda t: t.collection)))
 
     # ------------------------------------------------------------ send
@@ -138,10 +148,7 @@ class SignalStore:
         except IntegrityError:
             raise SignalError(f"a signal with id {signal.id!r} already exists: choose another --id") from None
         except SQLAlchemyError as exc:
-            if not sa.inspect(self.engine).has_table(self.signal.name, schema=self.schema):
-                raise SignalError(
-                    f"the signal table {self.signal_collection} does not exist: run `cdc-backfill signal init`"
-                ) from None
+            self.require_tables()
             raise SignalError(
                 f"could not write the signal: {type(exc).__name__}: {exc.orig or exc}"
             ) from None
@@ -247,6 +254,7 @@ class SignalStore:
 
     def list(self) -> list[SignalView]:
         """Every signal with its status; a row nobody has looked at yet is 'received'."""
+        self.require_tables()
         statuses: dict[str, Any] = {}
         with self.engine.connect() as conn:
             for r in conn.execute(sa.select(self.status)):
@@ -274,6 +282,11 @@ class SignalStore:
                 )
             )
         return sorted(views, key=lambda v: (v.received_at or "", v.id))
+
+
+def missing_tables_hint(table: str) -> str:
+    """What a command on a source without the signal tables says (one line)."""
+    return f"the source has no {table} table: run `cdc-backfill signal init` on this source first"
 
 
 def _ts(row: Any) -> str | None:

@@ -61,6 +61,7 @@ def _plan(
             raise SignalError(
                 f"surrogate-key {signal.surrogate_key!r} is not a column of {coll}; columns: {', '.join(table.columns)}"
             )
+        _check_surrogate(table, signal.surrogate_key)
         key: tuple[str, ...] = (signal.surrogate_key,)
     elif table.primary_key:
         key = table.primary_key
@@ -68,6 +69,24 @@ def _plan(
         raise SignalError(f"{coll} has no primary key: give a surrogate-key (a unique, non-null column)")
     checked = check_condition(condition, dialect, table.columns, coll) if condition is not None else None
     return CollectionPlan(coll, key, checked, chunk_size, table.columns)
+
+
+def _check_surrogate(table: TableInfo, column: str) -> None:
+    """A surrogate key orders the chunks, so it must be unique; without a primary key it also identifies
+    the rows, so it must be NOT NULL (checked where the catalog was read from the source)."""
+    coll = table.collection
+    if table.unique_columns is not None and column not in table.unique_columns:
+        fit = ", ".join(c for c in table.unique_columns if table.primary_key or c not in table.nullable)
+        raise SignalError(
+            f"surrogate-key {column!r} of {coll} has no unique index (its chunks would read rows twice or "
+            f"not at all): give a column with a unique index of its own; {coll} has "
+            + (f"these: {fit}" if fit else "none")
+        )
+    if not table.primary_key and column in table.nullable:
+        raise SignalError(
+            f"surrogate-key {column!r} of {coll} may be NULL, and {coll} has no primary key: the surrogate "
+            "identifies its rows, so it must be NOT NULL"
+        )
 
 
 def validate(signal: Signal, catalog: Catalog, protected: tuple[str, ...] = ()) -> ValidatedSignal:

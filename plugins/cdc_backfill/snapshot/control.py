@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, STOP, Signal
+from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, STOP, Signal, SignalError
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import CollectionPlan, validate
 from cdc_backfill.snapshot.progress import ProgressStore
@@ -120,6 +120,17 @@ class SignalControl:
             if row.status in ("accepted", "running") and row.type == EXECUTE:
                 self.signals.set_status(row.signal_id, "paused")
 
+    def _fail_signal(self, row: Any, reason: str, finished: set[tuple[str, str]]) -> None:
+        log.warning("signal %s cannot go on: %s", row.signal_id, reason)
+        collections = json.loads(row.collections or "[]")
+        for coll in collections:
+            if (row.signal_id, coll) not in finished:
+                self.end_collection(row.signal_id, coll, "failed", reason)
+        if collections:
+            self.refresh_signal(row.signal_id)
+        else:
+            self.signals.set_status(row.signal_id, "failed", reason=reason)
+
     def pending_work(self) -> list[tuple[Signal, CollectionPlan]]:
         """Accepted or running execute signals and their collections not finished yet, oldest first."""
         parsed = self.parsed()
@@ -135,7 +146,11 @@ class SignalControl:
             if sig is None or sig.type != EXECUTE or row.status not in ACTIVE:
                 continue
             catalog = catalog or self.signals.catalog()
-            validated = validate(sig, catalog, self.signals.protected)  # checked again before acting
+            try:
+                validated = validate(sig, catalog, self.signals.protected)  # checked again before acting
+            except SignalError as exc:  # e.g. its table was dropped since: this signal fails, not the run
+                self._fail_signal(row, str(exc), finished)
+                continue
             for plan in validated.plans:
                 if (sig.id, plan.collection) not in finished:
                     work.append((sig, plan))

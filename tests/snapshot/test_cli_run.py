@@ -1,0 +1,38 @@
+"""``cdc-backfill snapshot run --once`` as typed: a run in which a collection failed exits non-zero and
+names it with the reason; a run that read everything exits 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import cli
+from tests.support.pg import plain_url, sql
+
+pytestmark = [pytest.mark.pg, pytest.mark.slow]
+
+
+def test_a_failed_collection_fails_the_run(fresh_db: str, tmp_path: Path) -> None:
+    url = plain_url(fresh_db)
+    sql(
+        fresh_db,
+        "CREATE TABLE good (id int PRIMARY KEY)",
+        "INSERT INTO good SELECT generate_series(1, 10)",
+        "CREATE TABLE doomed (id int PRIMARY KEY)",
+    )
+    assert cli(tmp_path, "signal", "init", "--source", url).returncode == 0
+    for table in ("good", "doomed"):
+        res = cli(tmp_path, "signal", "execute-snapshot", "--source", url, "--collections", f"public.{table}")
+        assert res.returncode == 0, res.stderr
+    sql(fresh_db, "DROP TABLE doomed")  # gone between the signal and the engine: it cannot be read
+
+    res = cli(tmp_path, "snapshot", "run", "--once", "--source", url, "--landing", "lake")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    failed = [line for line in res.stderr.splitlines() if "public.doomed failed" in line]
+    assert len(failed) == 1 and "doomed" in failed[0].split("failed: ", 1)[1], res.stderr
+    assert "public.good failed" not in res.stderr
+    assert len(list((tmp_path / "lake" / "snapshots" / "public.good").glob("*.parquet"))) >= 1
+
+    again = cli(tmp_path, "snapshot", "run", "--once", "--source", url, "--landing", "lake")
+    assert again.returncode == 0, again.stderr  # nothing new failed in this run
