@@ -91,7 +91,12 @@ def _collection(source: Mapping[str, Any], connector: str, hint: str | None) -> 
     return hint
 
 
-def _position(source: Mapping[str, Any], connector: str, offset: tuple[int, ...] | None) -> tuple[int, ...]:
+def _position(
+    source: Mapping[str, Any],
+    connector: str,
+    offset: tuple[int, ...] | None,
+    order: pos.PgRestartOrder | None = None,
+) -> tuple[int, ...]:
     if connector == "postgresql":
         if source.get("commit_lsn") is not None:  # this project's capture: exact commit order
             return (pos.pg_lsn(source["commit_lsn"], "commit_lsn"), pos.pg_lsn(source.get("lsn"), "lsn"))
@@ -99,7 +104,9 @@ def _position(source: Mapping[str, Any], connector: str, offset: tuple[int, ...]
             return offset
         seq = pos.debezium_pg_sequence(source.get("sequence"))
         if seq is not None:
-            return seq
+            if order is not None:
+                return order.place(seq[0], seq[1], source.get("txId"))
+            return (0 if seq[0] is None else seq[0], seq[1])  # no stream to place it in
         if source.get("lsn") is not None:
             # No sequence (older connectors, abbreviated examples): placed as if it committed at its own
             # LSN, which is exact for one-change transactions.
@@ -169,12 +176,14 @@ def parse_debezium(
     collection: str | None = None,
     key_columns: Mapping[str, Sequence[str]] | None = None,
     offset: tuple[int, ...] | None = None,
+    order: pos.PgRestartOrder | None = None,
 ) -> list[ChangeEvent]:
     """The events of one Debezium record: none for a tombstone, one otherwise.
 
     ``collection`` names the table when the record does not (the topic a sink read it from);
     ``key_columns`` gives a collection's key for records landed without their Kafka key;
-    ``offset`` is the delivery order (PostgreSQL events are ordered by it when given).
+    ``offset`` is the delivery order (PostgreSQL events are ordered by it when given); ``order`` places
+    PostgreSQL events without offsets along the stream the record came in (one per file).
     """
     key_part, value_part, has_key = split_record(record)
     offset = delivery_offset(record) or offset
@@ -196,7 +205,7 @@ def parse_debezium(
         source = {}
     connector = _connector(source)
     fmt = f"debezium-{connector}"
-    position = _position(source, connector, offset)
+    position = _position(source, connector, offset, order)
     ts = _ts(source.get("ts_ms"))
     if ts is None:
         ts = _ts(value.get("ts_ms"))

@@ -12,6 +12,7 @@ import orjson
 from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
 from cdc_backfill.events.debezium import parse_debezium
 from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
+from cdc_backfill.events.positions import PgRestartOrder
 
 FORMATS = ("auto", "debezium", "dataworks")
 RECORD_EXCERPT = 2000  # characters of a quarantined record kept beside its reason
@@ -47,16 +48,20 @@ def loads(text: str | bytes) -> Any:
 
 
 def parse_record(
-    record: Any, options: ParseOptions = DEFAULT_OPTIONS, offset: tuple[int, ...] | None = None
+    record: Any,
+    options: ParseOptions = DEFAULT_OPTIONS,
+    offset: tuple[int, ...] | None = None,
+    order: PgRestartOrder | None = None,
 ) -> list[ChangeEvent]:
-    """The canonical events of one decoded record (possibly none: a tombstone)."""
+    """The canonical events of one decoded record (possibly none: a tombstone); ``order``: the stream's
+    (see :class:`~cdc_backfill.events.positions.PgRestartOrder`)."""
     if not isinstance(record, dict):
         raise ParseError(f"a record must be a JSON object, not {type(record).__name__}")
     fmt = options.format
     if fmt == "dataworks" or (fmt == "auto" and is_dataworks(record)):
         return parse_dataworks(record, collection=options.collection)
     return parse_debezium(
-        record, collection=options.collection, key_columns=options.key_columns, offset=offset
+        record, collection=options.collection, key_columns=options.key_columns, offset=offset, order=order
     )
 
 
@@ -71,12 +76,14 @@ class ParseResult:
 def parse_lines(
     lines: Iterable[str | bytes], file: str | None = None, options: ParseOptions = DEFAULT_OPTIONS
 ) -> Iterator[tuple[int, list[ChangeEvent] | Quarantined]]:
-    """(line number, events or the quarantine entry) for each non-blank line of a JSON-lines file."""
+    """(line number, events or the quarantine entry) for each non-blank line of a JSON-lines file, read
+    as one stream in delivery order."""
+    order = PgRestartOrder()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            yield lineno, parse_record(loads(line), options)
+            yield lineno, parse_record(loads(line), options, order=order)
         except ParseError as exc:
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
             yield lineno, Quarantined(str(exc), file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])

@@ -63,10 +63,11 @@ def pg_lsn(value: Any, what: str = "lsn") -> int:
     return as_int(value, what)
 
 
-def debezium_pg_sequence(value: Any) -> tuple[int, int] | None:
+def debezium_pg_sequence(value: Any) -> tuple[int | None, int] | None:
     """Debezium PostgreSQL's ``source.sequence``: a JSON text ``["<last commit lsn>", "<lsn>"]``.
 
-    Either element may be null (the first event after a start); None when absent or unusable.
+    The first element is null for the first transaction after the connector started (placed by
+    :class:`PgRestartOrder`); None when absent or without an LSN.
     """
     if value is None:
         return None
@@ -76,10 +77,39 @@ def debezium_pg_sequence(value: Any) -> tuple[int, int] | None:
         raise ParseError(f"source.sequence is not JSON: {value!r}") from None
     if not isinstance(seq, list) or len(seq) != 2:
         raise ParseError(f"source.sequence is not a pair: {value!r}")
-    last_commit = 0 if seq[0] is None else as_int(seq[0], "source.sequence[0]")
+    last_commit = None if seq[0] is None else as_int(seq[0], "source.sequence[0]")
     if seq[1] is None:
         return None
     return (last_commit, as_int(seq[1], "source.sequence[1]"))
+
+
+class PgRestartOrder:
+    """Places Debezium PostgreSQL events by ``sequence`` along one stream read in delivery order, when
+    no delivery offsets are known.
+
+    After a connector restart the first transaction's ``sequence[0]`` (the commit LSN of the transaction
+    before it) is null. Taken as 0 it would sort before everything, and a delete after the restart could
+    sort before the update it follows. Its true value is the commit LSN of the transaction delivered just
+    before it, which is greater than every commit LSN and every change LSN delivered so far, and smaller
+    than the next transaction's ``sequence[0]`` (its own commit). So one more than the greatest of those
+    seen so far in this stream sorts it exactly: after everything before it, before everything after.
+    A stream that starts with such a transaction has nothing before it to place it after: give the
+    delivery offsets (a Kafka sink's, or ``capture debezium``'s landing) for that case.
+    """
+
+    def __init__(self) -> None:
+        self._greatest = 0
+        self._open: tuple[Any, int] | None = None  # (txId, its commit element) of a placed transaction
+
+    def place(self, last_commit: int | None, lsn: int, tx_id: Any) -> tuple[int, int]:
+        if last_commit is None:
+            if self._open is None or self._open[0] != tx_id or tx_id is None:
+                self._open = (tx_id, self._greatest + 1)
+            last_commit = self._open[1]
+        else:
+            self._open = None
+        self._greatest = max(self._greatest, last_commit, lsn)
+        return (last_commit, lsn)
 
 
 def position_key(position: tuple[int, ...]) -> bytes:
