@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.stop()
     print(json.dumps(summary))
+    if summary.get("nothing_landed"):  # a run that could not do what it was asked never reports success
+        log.error("%s", summary["nothing_landed"])
+        return 1
     return 0
 
 

@@ -106,20 +106,45 @@ def iter_file(
         first = fh.readline()
         while first and not first.strip():
             first = fh.readline()
-        try:
-            loads(first)
-        except ParseError:
+        if not _is_json(first):
             fh.seek(0)
-            data = fh.read()
-            try:
-                doc = loads(data)
-            except ParseError:
-                doc = None
-            if isinstance(doc, dict) and isinstance(doc.get("events"), list):
-                yield from parse_lines((dumps(e) for e in doc["events"]), path, options)
+            records = document_records(fh.read())
+            if records is not None:
+                yield from parse_lines(records, path, options)
                 return
         fh.seek(0)
         yield from parse_lines(fh, path, options)
+
+
+def file_records(data: bytes) -> list[bytes]:
+    """The records of a whole file's bytes, as :func:`iter_file` reads them: its lines, or the ``events``
+    of a file that is one JSON document (what ``ingest`` parses, so both accept the same files)."""
+    first = next((line for line in data.splitlines() if line.strip()), b"")
+    if not _is_json(first):
+        records = document_records(data)
+        if records is not None:
+            return records
+    return data.splitlines()
+
+
+def document_records(data: bytes) -> list[bytes] | None:
+    """The events of a file that is one JSON document with an ``events`` list (the fixture form, often
+    pretty-printed over many lines), one JSON text each; None for any other file."""
+    try:
+        doc = loads(data)
+    except ParseError:
+        return None
+    if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+        return [dumps(e) for e in doc["events"]]
+    return None
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        loads(line)
+    except ParseError:
+        return False
+    return True
 
 
 def parse_file(path: str, options: ParseOptions = DEFAULT_OPTIONS) -> ParseResult:

@@ -184,3 +184,25 @@ class ColumnSources:
                 "--column-types FILE naming each one's key and columns (README: ingest); nothing was ingested"
             )
         return out
+
+
+def shape_mismatch(
+    collection: str, key_sets: Iterable[Iterable[str]], columns: Iterable[str], described: Described
+) -> str | None:
+    """Why the events of ``collection`` (the sets of key names they carry, every column name they carry)
+    contradict its description (columns and key), or None when they fit (pure). Typing such events by
+    the description would land wrong rows: a key taken from a column the events do not carry is NULL."""
+    names = {c.name for c in described[0]}
+    key = described[1]
+    problems = []
+    if key:
+        wrong = sorted({tuple(sorted(k)) for k in key_sets} - {tuple(sorted(key))})
+        if wrong:
+            shown = " or ".join(f"({', '.join(k)})" for k in wrong[:3])
+            problems.append(f"its events are keyed by {shown}, its description by ({', '.join(key)})")
+    extra = sorted(set(columns) - names)
+    if extra:
+        problems.append(f"its events carry column(s) {', '.join(extra[:5])} that its description lacks")
+    if not problems:
+        return None
+    return f"{collection}: " + "; ".join(problems)

@@ -28,7 +28,7 @@ from cdc_backfill.events.debezium import missing_key_collection
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_atomically
-from cdc_backfill.ingest.columns import ColumnSources, Described
+from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.layout import (
@@ -56,6 +56,24 @@ def collection_totals(parsed: DataFrame) -> DataFrame:
         F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
         F.max("position").alias("last"),
     )
+
+
+def event_shapes(parsed: DataFrame) -> list[tuple[str, list[list[str]], list[str]]]:
+    """Per collection: the distinct sets of key names its events carry, and every column name they carry
+    (one small aggregate; the signal collection's rows included)."""
+    row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS) & F.col("collection").isNotNull()
+    rows = (
+        parsed.where(row)
+        .groupBy("collection")
+        .agg(
+            F.collect_set(F.array_sort(F.json_object_keys("key"))).alias("keys"),
+            F.array_distinct(
+                F.flatten(F.collect_set(F.json_object_keys(F.coalesce(F.col("after"), F.col("before")))))
+            ).alias("columns"),
+        )
+        .collect()
+    )
+    return [(r["collection"], [k for k in r["keys"] if k is not None], r["columns"] or []) for r in rows]
 
 
 def keyless_collections(parsed: DataFrame) -> list[str]:
@@ -127,6 +145,16 @@ def ingest_files(
     if wrapped:
         log.info("column types of %s from the records' schema wrappers", ", ".join(sorted(wrapped)))
     described = sources.with_wrapped(wrapped).columns([c for c in totals if c is not None])
+    refused = [
+        why
+        for coll, key_sets, names in event_shapes(parsed)
+        if coll in described and (why := shape_mismatch(coll, key_sets, names, described[coll]))
+    ]
+    if refused:  # before anything is written: nothing lands, no input is marked as ingested
+        raise ColumnsError(
+            "refused, nothing landed: " + " | ".join(refused) + " (give the source these events came "
+            "from as --source, or a --column-types file that describes them)"
+        )
     stage = staging_dir(landing) / run
     written: list[str] = []
     for collection in sorted(described):
@@ -154,6 +182,15 @@ def ingest_files(
         bad.coalesce(1).write.mode("overwrite").json(str(folder))
         summary["quarantine"] = str(folder)
         log.warning("%s records quarantined in %s", f"{summary['quarantined']:,}", folder)
+    if summary["events"] == 0 and summary["quarantined"]:
+        # nothing of the input could be read: not marked as ingested, so a corrected run takes it again
+        first = parsed.where(F.col("quarantine_reason").isNotNull()).select("quarantine_reason").first()
+        summary["nothing_landed"] = (
+            f"every one of the {summary['quarantined']:,} records was quarantined (the first: {first[0]}); "
+            f"nothing landed, the input is not marked as ingested: see {summary['quarantine']}"
+        )
+        shutil.rmtree(stage, ignore_errors=True)
+        return summary
     last = max((r["last"] for r in totals.values() if r["last"] is not None), default=None)
     position = list(position_of_key(bytes(last))) if last is not None else []
     manifest = {

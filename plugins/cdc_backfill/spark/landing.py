@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 )
 
 from cdc_backfill.events.model import Quarantined, dumps
-from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, parse_lines
+from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.connect import wrapped_columns
 
@@ -133,7 +133,7 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
         contents = batch.column("content")
         for i, path in enumerate(paths):
             data: bytes = contents[i].as_py()
-            lines = data.splitlines()
+            lines = file_records(data)  # lines, or the events of one JSON document, as `events parse` reads
             seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
             for lineno, item in parse_lines(lines, path, options):
                 if isinstance(item, Quarantined):
