@@ -84,6 +84,7 @@ def test_state_equals_the_source_under_random_concurrent_writes(
     finally:
         writers.stop()
     drain(fresh_db, landing)
+    seen = overlap(fresh_db, landing, TABLES)  # the snapshot's windows (a re-read below adds its own)
     summary = reconcile_landing(spark, landing, state)
     incomplete = {c: i["rows_with_unknown_columns"] for c, i in summary["collections"].items()}
     if any(incomplete.values()):
@@ -94,7 +95,6 @@ def test_state_equals_the_source_under_random_concurrent_writes(
           {c: i["phantoms_removed"] for c, i in summary["collections"].items()})  # fmt: skip
     assert all(info["rows_with_unknown_columns"] == 0 for info in summary["collections"].values())
     assert hook.windows >= hook.truncate_at, "the truncate happened"
-    seen = overlap(fresh_db, landing, TABLES)
     assert seen.windows and seen.windows_with_changes == seen.windows, "writers changed rows in every window"
     assert summary["events"] > 0  # the log read (nothing is quarantined at the reconcile: ingest does that)
     diverged = []
