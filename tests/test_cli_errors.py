@@ -86,3 +86,23 @@ def test_the_reconcile_summary_is_told_from_its_step_lines() -> None:
 def test_spark_info_lines_are_told_from_the_project_steps() -> None:
     text = "25/11/23 21:12:33 INFO BlockManager: stored\n21:12:33 public.t: merging\n21:12:34 WARN Utils: x\n"
     assert spark_info_lines(text) == ["25/11/23 21:12:33 INFO BlockManager: stored"]
+
+
+def test_typos_in_names_are_refused_before_any_work(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["events", "parse", str(tmp_path / "nope.json")]) == 2
+    assert capsys.readouterr().err.strip() == f"cdc-backfill events: no such file: {tmp_path / 'nope.json'}"
+
+    (tmp_path / "lake" / "snapshots" / "public.orders").mkdir(parents=True)
+    (tmp_path / "lake" / "snapshots" / "public.orders" / "c.parquet").write_bytes(b"")
+    code = main(["reconcile", "--landing", str(tmp_path / "lake"), "--state", str(tmp_path / "state"),
+                 "--collections", "public.ordres"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "public.ordres (did you mean public.orders?)" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "state").exists()
+
+    (tmp_path / "state" / "public.orders" / "v000001").mkdir(parents=True)
+    (tmp_path / "state" / "public.orders" / "current").symlink_to("v000001")
+    code = main(["verify", "--source", "postgresql://u@127.0.0.1:1/db", "--state", str(tmp_path / "state"),
+                 "--collection", "public.ordrs"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "has no collection public.ordrs: did you mean public.orders?" in err, err

@@ -64,3 +64,43 @@ def test_demo_shows_only_its_own_steps_and_every_command_it_prints_runs(tmp_path
         ran = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert ran.returncode == 0, f"{cmd}\n{ran.stdout}{ran.stderr}"
         assert "(" in ran.stdout.splitlines()[-1]  # "(n rows)"
+
+
+@pytest.mark.slow
+@pytest.mark.pg
+@pytest.mark.spark
+def test_demo_keep_leaves_its_server_running_and_every_next_command_runs(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", "demo", "--rows", "3000", "--folder", "demo", "--keep"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    try:
+        assert res.returncode == 0, res.stdout + res.stderr
+        printed = res.stdout.split("\nNext:\n", 1)[1].splitlines()
+        cmds = [c.strip() for c in printed[:-1:2]]
+        kinds = [shlex.split(c)[1:3] for c in cmds]
+        for want in (
+            ["signal", "list"],
+            ["snapshot", "status"],
+            ["capture", "status"],
+            ["verify", "--source"],
+        ):
+            assert want in kinds, cmds
+        assert any("--repair" in c for c in cmds)
+        assert "PostgreSQL keeps running at postgresql://" in printed[-1]
+        for cmd in cmds:
+            ran = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+            assert ran.returncode == 0, f"{cmd}\n{ran.stdout}{ran.stderr}"
+        stop = shlex.split(res.stdout.rsplit("stop it with: ", 1)[1].strip())  # as printed
+    finally:
+        stop = locals().get("stop") or [
+            sys.executable,
+            "-m",
+            "cdc_backfill.cli",
+            "demo",
+            "--stop",
+            "--folder",
+            "demo",
+        ]
+        done = subprocess.run(stop, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "stopped" in done.stdout, (done.stdout, done.stderr)

@@ -114,3 +114,25 @@ def test_cli_shows_rows_as_a_table_or_json(state: Path, capsys: pytest.CaptureFi
 def test_render_cuts_long_values() -> None:
     text = query.render(query.Result(["v"], [("x" * 50,), (None,)]), width=10)
     assert text.splitlines()[2] == "x" * 9 + "…" and text.splitlines()[3] == "NULL"
+
+
+def test_sql_reads_only_one_select(state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "written.csv"
+    for sql, kind in ((f"COPY (SELECT 1) TO '{target}'", "COPY"), ("SELECT 1; SELECT 2", "SELECT, SELECT")):
+        assert main(["state", "--state", str(state), "--sql", sql]) == 2
+        assert f"--sql takes one SELECT query, not {kind}" in capsys.readouterr().err
+    assert not target.exists()
+    # the bookkeeping columns are read from the files, as the README shows
+    files = f"{state}/public.customers/current/*.parquet"
+    sql = f"SELECT count(*) AS n FROM read_parquet('{files}') WHERE len(_cdc_unknown) = 0"
+    assert main(["state", "--state", str(state), "--sql", sql, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] > 0
+
+
+def test_a_closed_pipe_ends_quietly(state: Path) -> None:
+    import subprocess
+    import sys
+
+    cmd = f"{sys.executable} -m cdc_backfill.cli state --state {state} public.customers --json | head -c 1"
+    res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr

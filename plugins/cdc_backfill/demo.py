@@ -205,9 +205,29 @@ def cli_path(executable: Path, cwd: Path) -> str:
         return shlex.quote(str(script))
 
 
-def next_commands(cli: str, state: Path, with_make: bool) -> list[tuple[str, str]]:
-    """(command, what it shows) printed at the end of the demo; each runs as printed (pure)."""
+def next_commands(
+    cli: str, state: Path, with_make: bool, url: str | None = None, landing: Path | None = None
+) -> list[tuple[str, str]]:
+    """(command, what it shows) printed at the end of the demo; each runs as printed (pure). ``url``:
+    the kept server's (``demo --keep``), for the commands that talk to the source."""
     st = shlex.quote(str(state))
+    live: list[tuple[str, str]] = []
+    if url and landing:
+        src, ld = f"--source {shlex.quote(url)}", shlex.quote(str(landing))
+        coll = TABLES[0]
+        live = [
+            (f"{cli} signal list {src}", "the signals and their statuses"),
+            (f"{cli} snapshot status {src}", "the snapshot's chunks and rows per collection"),
+            (f"{cli} capture status {src} --landing {ld}", "the slot and what the landing holds"),
+            (
+                f"{cli} verify {src} --state {st} --collection {coll}",
+                "the state against the source, by range",
+            ),
+            (
+                f"{cli} verify {src} --state {st} --collection {coll} --repair --wait --landing {ld}",
+                "a repair, done to the end (nothing to repair when every range is equal)",
+            ),
+        ]
     cmds = [
         (f"{cli} state --state {st}", "each collection: rows, version, stream position"),
         (f"{cli} state --state {st} public.order_lines --limit 5", "a collection's first rows"),
@@ -216,6 +236,7 @@ def next_commands(cli: str, state: Path, with_make: bool) -> list[tuple[str, str
             "any SQL over the state (DuckDB)",
         ),
     ]
+    cmds += live
     if with_make:
         cmds.append(("make airflow", "the Airflow UI with this project's DAGs (Ctrl-C stops it)"))
     return cmds
@@ -267,16 +288,32 @@ def quiet_console(
 
 
 def run_demo(
-    folder: Path, rows: int = 200_000, readers: int = 2, chunk_size: int = 4096, verbose: bool = False
+    folder: Path,
+    rows: int = 200_000,
+    readers: int = 2,
+    chunk_size: int = 4096,
+    verbose: bool = False,
+    keep: bool = False,
 ) -> int:
+    """The demo in ``folder`` (emptied first); ``keep``: its PostgreSQL keeps running afterwards."""
+    from cdc_backfill.pg.embedded import EmbeddedPostgres
+
+    EmbeddedPostgres.stop_kept(folder / "postgres")  # a server kept by an earlier demo --keep
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     with quiet_console(folder / "demo.log", verbose):
-        return _run_demo(folder, rows, readers, chunk_size, verbose)
+        return _run_demo(folder, rows, readers, chunk_size, verbose, keep)
 
 
-def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: bool) -> int:
+def stop_demo(folder: Path) -> bool:
+    """Stop the PostgreSQL a ``demo --keep`` left running in ``folder``; False when none runs."""
+    from cdc_backfill.pg.embedded import EmbeddedPostgres
+
+    return EmbeddedPostgres.stop_kept(folder / "postgres")
+
+
+def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: bool, keep: bool) -> int:
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
@@ -368,7 +405,10 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     finally:
         if engine is not None:
             engine.dispose()
-        pg.stop()
+        if keep:
+            pg.detach()
+        else:
+            pg.stop()
 
     table = Table(title="cdc_backfill demo", show_header=False)
     for what, value in summary_rows(f):
@@ -380,7 +420,14 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
         "demo.log: every chunk's steps)\nNext:"
     )
     with_make = (Path.cwd() / "Makefile").is_file() and Path.cwd() == project_root()
-    for cmd, what in next_commands(cli_path(Path(sys.executable), Path.cwd()), state, with_make):
+    cli = cli_path(Path(sys.executable), Path.cwd())
+    plain = "postgresql://" + url.split("://", 1)[1]
+    for cmd, what in next_commands(cli, state, with_make, plain if keep else None, landing):
         console.print(f"  {cmd}\n      {what}", highlight=False, markup=False, soft_wrap=True)
+    if keep:
+        console.print(
+            f"PostgreSQL keeps running at {plain}; stop it with: {cli} demo --stop --folder {shlex.quote(str(folder))}",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
     ok = all(v["all_equal"] for v in f.verified.values()) and len(f.verified) == len(TABLES)
     return 0 if ok else 1

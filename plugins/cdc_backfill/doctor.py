@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from cdc_backfill.config import ConfigError, resolve_source
+from cdc_backfill.config import ConfigError, mask_url, resolve_source
 from cdc_backfill.runtime import MIN_JAVA, find_java, project_root
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,13 @@ def check_postgres(source: str | None = None) -> Check:
         try:
             ready = check_logical_decoding(setting.url)
         except Exception as exc:
+            # the server's own first line says which: a wrong password, an unknown database, no server
+            orig = getattr(exc, "orig", exc)
+            reason = (str(orig).strip().splitlines() or [type(exc).__name__])[0]
             return Check(
                 "PostgreSQL",
                 False,
-                f"cannot connect to {setting.masked} (from {setting.origin}): {type(exc).__name__}",
+                f"cannot connect to {setting.masked} (from {setting.origin}): {mask_url(reason)}",
                 "check host, port and credentials, or unset the source to use the embedded server",
             )
         where = f"{setting.masked} (from {setting.origin})"

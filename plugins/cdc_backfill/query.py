@@ -86,6 +86,7 @@ def run_sql(state: Path, sql: str, limit: int | None = None) -> Result:
     """``sql`` over the views of every collection of ``state``."""
     import duckdb
 
+    _require_select(sql)
     collections = _require_state(state)
     views = view_names(collections)
     con = duckdb.connect()
@@ -107,6 +108,20 @@ def run_sql(state: Path, sql: str, limit: int | None = None) -> Result:
         return Result(list(rel.columns), rows)
     finally:
         con.close()
+
+
+def _require_select(sql: str) -> None:
+    """One query, a SELECT (``WITH ...`` and ``read_parquet(...)`` included): ``state --sql`` reads, it
+    never writes a file or changes anything (DuckDB's own parser says what a statement is)."""
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise StateQueryError(f"the query failed: {str(exc).strip().splitlines()[0]}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        kinds = ", ".join(s.type.name for s in statements) or "nothing"
+        raise StateQueryError(f"--sql takes one SELECT query, not {kinds}")
 
 
 def show(state: Path, collection: str, limit: int = 20) -> Result:

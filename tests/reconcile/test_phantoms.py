@@ -70,3 +70,16 @@ def test_rows_of_a_snapshot_without_the_rows_of_the_engine_are_not_tracked() -> 
     assert SnapshotTrack.from_json(
         "s", SnapshotTrack("s", (1, 2), 3, 2, "id > 1").to_json()
     ) == SnapshotTrack("s", (1, 2), 3, 2, "id > 1")
+
+
+def test_a_stopped_snapshot_leaves_the_waiting_list_and_removes_nothing() -> None:
+    from cdc_backfill.signals.marks import ended_data
+
+    ended = mark_of("c-ended", json.loads(ended_data("s.t", "sig", "stopped")), (30,))
+    assert ended is not None and ended.kind == "ended"
+    tracks = advance({}, [start(5), ended], {"sig": 2})
+    tracks, removals = decide(tracks, KEY)
+    assert removals == []
+    assert report(tracks) == {"sig": "no removal: the snapshot stopped before it finished"}
+    tracks = advance(tracks, [done(40, 2)], {"sig": 1})  # nothing changes it once decided
+    assert decide(tracks, KEY)[1] == []

@@ -89,3 +89,13 @@ def test_collate_is_accepted_for_byte_order_ranges(condition: str) -> None:
 def test_collate_does_not_open_other_doors(condition: str, message: str) -> None:
     with pytest.raises(SignalError, match=message.replace("(", r"\(")):
         check_condition(condition, "postgresql", COLUMNS, "public.orders")
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mssql", "oracle", "mysql"])
+def test_an_unterminated_quote_is_named_with_the_whole_condition(dialect: str) -> None:
+    with pytest.raises(SignalError) as err:
+        check_condition("tier = 'gol", dialect, COLUMNS, "x.y")
+    assert (
+        str(err.value)
+        == 'the condition for x.y is not valid SQL: a quote without its closing one: "tier = \'gol"'
+    )

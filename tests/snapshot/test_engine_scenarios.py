@@ -73,7 +73,7 @@ def test_text_key_under_a_collation_python_does_not_know(icu_server, tmp_path: P
 
 
 def marks(url: str, kind: str) -> list[dict]:
-    """The data of the engine's start or done rows in the signal table (DESIGN.md §6 rule 7)."""
+    """The data of the engine's start, done or ended rows in the signal table (DESIGN.md §6 rule 7)."""
     import json
 
     rows = SignalStore(url).rows()
@@ -102,6 +102,12 @@ def test_stop_all_and_stop_one_of_two(fresh_db: str, tmp_path: Path) -> None:
     assert sorted(m["data-collection"] for m in marks(fresh_db, "start")) == ["public.lines", "public.orders"]
     [done] = marks(fresh_db, "done")
     assert done["data-collection"] == "public.lines" and done["signal"] == "both"
+    [ended] = marks(fresh_db, "ended")  # the stopped one says no done row will come
+    assert (ended["data-collection"], ended["signal"], ended["status"]) == (
+        "public.orders",
+        "both",
+        "stopped",
+    )
     assert done["chunks"] == len(list((tmp_path / "snapshots" / "public.lines").glob("*.parquet"))) == 21
 
     send(fresh_db, "again", "public.orders", "public.words", chunk_size=20)

@@ -11,6 +11,7 @@ from cdc_backfill.snapshot.progress import RangeProgress
 from cdc_backfill.snapshot.status import bar, render, summarize
 
 T0 = dt.datetime(2026, 1, 1)
+NOW = T0 + dt.timedelta(seconds=20)  # the ranges below were touched at most 20 s before
 
 
 def rng(no: int, status: str, rows: int, est: int, secs: int) -> RangeProgress:
@@ -32,7 +33,7 @@ def rng(no: int, status: str, rows: int, est: int, secs: int) -> RangeProgress:
 
 
 def test_summary_rate_and_time_left() -> None:
-    [s] = summarize([rng(0, "done", 500, 500, 10), rng(1, "running", 250, 500, 10)])
+    [s] = summarize([rng(0, "done", 500, 500, 10), rng(1, "running", 250, 500, 10)], now=NOW)
     assert (s.status, s.rows, s.rows_estimate, s.ranges) == ("running", 750, 1000, 2)
     assert s.rate == pytest.approx(75.0)
     assert s.seconds_left == pytest.approx(250 / 75)
@@ -87,7 +88,22 @@ def test_cli_airflow_and_progress_page_say_the_same_status(
     from cdc_backfill.airflow.progress_app import as_rows
 
     ranges = [rng(i, s, 0, 100, 10) for i, s in enumerate(statuses)]
-    cli = summarize(ranges, paused={"s"} if paused else set())  # `snapshot status` and the demo
+    cli = summarize(ranges, paused={"s"} if paused else set(), now=NOW)  # `snapshot status` and the demo
     airflow = collection_outcome(ranges, paused=paused)  # the snapshot tasks and the stop DAG
     page = as_rows(cli)  # the progress page
     assert cli[0].status == airflow.status == page[0]["status"] == want
+
+
+def test_a_finished_collection_shows_whole_whatever_its_estimate() -> None:
+    # a condition selected 444 of the table's ~1000 estimated rows: done is done
+    [s] = summarize([rng(0, "done", 444, 1000, 10)])
+    assert s.status == "done" and "100.0%" in render([s]) and "44.4%" not in render([s])
+
+
+def test_a_collection_nobody_reads_any_more_is_interrupted() -> None:
+    ranges = [rng(0, "done", 500, 500, 10), rng(1, "running", 250, 500, 10)]
+    [s] = summarize(ranges, now=T0 + dt.timedelta(seconds=10 + 61))  # no heartbeat for 61 s
+    assert s.status == "interrupted" and s.seconds_left is None
+    assert "its engine stopped; `cdc-backfill snapshot run` goes on from the last chunk" in (s.reason or "")
+    [s] = summarize(ranges, now=T0 + dt.timedelta(seconds=10 + 59))
+    assert s.status == "running"

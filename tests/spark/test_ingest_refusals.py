@@ -76,3 +76,24 @@ def test_a_pretty_printed_document_of_events_is_ingested_as_events_parse_reads_i
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout)
     assert summary["quarantined"] == 0 and summary["events"] == n, (summary, n)
+
+
+def test_dataworks_records_are_typed_from_themselves(tmp_path: Path) -> None:
+    """Each DataWorks record carries its columns' types and key (the hidden row id for a table without a
+    primary key): ingested and reconciled with nothing else given."""
+    shutil.copy(FIXTURES / "dataworks_kafka_no_pk.json", tmp_path / "dw.json")
+    res = cli(tmp_path, "ingest", "--landing", "lake", "dw.json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    summary = json.loads(res.stdout)
+    assert (
+        summary["quarantined"] == 0 and summary["collections"]["pkset_test.pkset_test_no_pk"]["events"] >= 4
+    )
+    schema = json.loads(
+        (tmp_path / "lake" / "log" / "pkset_test.pkset_test_no_pk" / "_schema.json").read_text()
+    )
+    assert schema["key"] == ["#alibaba_rds_row_id#"]
+    done = cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (
+        json.loads(done.stdout)["collections"]["pkset_test.pkset_test_no_pk"]["rows"] == 0
+    )  # deleted at the end

@@ -10,9 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.cli import main
@@ -21,6 +18,7 @@ from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import overlap
 from tests.support.pg import InWindow, drain, send
 from tests.support.workload import Writers, seed
+from tests.verify.helpers import add_phantom, corrupt_one_row
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
@@ -42,48 +40,6 @@ def verify_here(capsys, url: str, state: Path, collection: str, *extra: str) -> 
     capsys.readouterr()
     code = main(["verify", "--source", url, "--state", str(state), "--collection", collection, *extra])
     return code, capsys.readouterr().out
-
-
-def corrupt_one_row(state: Path, collection: str) -> int:
-    """Change one non-key value of one row in the current Parquet of the state, by hand; return its id."""
-    current = state / collection / "current"
-    part = next(p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 0)
-    table = pq.read_table(part)
-    row = table.num_rows // 2
-    victim = table.column("id")[row].as_py()
-    status = table.column("status").to_pylist()
-    status[row] = status[row] + "-corrupted"
-    table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status, pa.string()))
-    pq.write_table(table, part)
-    (part.parent / f".{part.name}.crc").unlink(missing_ok=True)  # Spark's checksum of the old bytes
-    assert pc.sum(pc.equal(pq.read_table(current).column("id"), victim)).as_py() == 1
-    return int(victim)
-
-
-def add_phantom(state: Path, collection: str, url: str) -> int:
-    """Put a row the source does not have into the state, by hand (a delete the stream lost): a copy of
-    a row under a free key, at that row's position; return its id."""
-    import sqlalchemy as sa
-
-    current = state / collection / "current"
-    part = next(p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 1)
-    table = pq.read_table(part)
-    engine = sa.create_engine(url)
-    with engine.connect() as conn:
-        taken = {r[0] for r in conn.exec_driver_sql("SELECT id FROM orders")}
-    engine.dispose()
-    first = table.column("id")[0].as_py()
-    ghost = next(
-        i
-        for i in range(first + 1, first + 10_000)
-        if i not in taken and i not in table.column("id").to_pylist()
-    )
-    row = table.slice(0, 1).set_column(
-        table.schema.get_field_index("id"), "id", pa.array([ghost], table.schema.field("id").type)
-    )
-    pq.write_table(pa.concat_tables([table, row]), part)
-    (part.parent / f".{part.name}.crc").unlink(missing_ok=True)
-    return ghost
 
 
 def range_of(report: dict, key: int) -> int:

@@ -222,10 +222,10 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     pg.set_defaults(func=_cmd_postgres)
     _add_debezium_parser(kinds)
     st = kinds.add_parser("status", help="slot lag, last confirmed LSN, files landed")
-    st.add_argument("--source", metavar="URL")
-    st.add_argument("--landing", metavar="DIR")
-    st.add_argument("--slot", default=DEFAULT_SLOT)
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--source", metavar="URL", help="the source database (else CDC_BACKFILL_SOURCE_URL)")
+    st.add_argument("--landing", metavar="DIR", help="also count what this landing zone holds")
+    st.add_argument("--slot", default=DEFAULT_SLOT, help=f"the replication slot (default {DEFAULT_SLOT})")
+    st.add_argument("--json", action="store_true", help="status as JSON")
     st.set_defaults(func=_cmd_status)
 
 

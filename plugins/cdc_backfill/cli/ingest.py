@@ -57,7 +57,9 @@ def add_ingest_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     ing.add_argument("inputs", nargs="*", metavar="FILE_OR_FOLDER",
                      help="files or folders of change events (default: the landing zone's stream/)")  # fmt: skip
-    ing.add_argument("--landing", required=True, metavar="DIR")
+    ing.add_argument(
+        "--landing", required=True, metavar="DIR", help="the landing zone whose log receives the events"
+    )
     ing.add_argument(
         "--source", metavar="URL", help="type collections the landing does not describe from this catalog"
     )

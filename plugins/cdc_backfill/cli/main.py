@@ -41,6 +41,10 @@ def _cmd_events_parse(args: argparse.Namespace) -> int:
     options = ParseOptions(
         format=args.format, collection=args.collection, key_columns=_parse_key_columns(args.key_columns)
     )
+    missing = [p for p in args.files if not Path(p).is_file()]
+    if missing:
+        print(f"cdc-backfill events: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
     out, err = sys.stdout.buffer, sys.stderr.buffer
     events = quarantined = 0
     for path in args.files:
@@ -73,9 +77,15 @@ def _cmd_airflow(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from cdc_backfill.demo import run_demo
+    from cdc_backfill.demo import run_demo, stop_demo
 
-    return run_demo(Path(args.folder), rows=args.rows, readers=args.readers, verbose=args.verbose)
+    if args.stop:
+        stopped = stop_demo(Path(args.folder))
+        print(f"the demo's PostgreSQL in {args.folder} " + ("stopped" if stopped else "was not running"))
+        return 0
+    return run_demo(
+        Path(args.folder), rows=args.rows, readers=args.readers, verbose=args.verbose, keep=args.keep
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,11 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="the whole product on this machine: embedded PostgreSQL, writer, capture, snapshot, "
         "reconcile, verify",
-        epilog="examples:\n  cdc-backfill demo\n  cdc-backfill demo --rows 50000 --folder /tmp/demo\n",
+        epilog="examples:\n  cdc-backfill demo\n  cdc-backfill demo --rows 50000 --folder /tmp/demo\n"
+        "  cdc-backfill demo --keep          # then the printed commands; cdc-backfill demo --stop\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--folder", default=".cdc/demo", help="where the demo's server, landing zone and "
                       "state go; emptied first (default .cdc/demo)")  # fmt: skip
+    demo.add_argument("--keep", action="store_true", help="leave the demo's PostgreSQL running, to try "
+                      "signal, snapshot, capture and verify on it (its URL is printed)")  # fmt: skip
+    demo.add_argument("--stop", action="store_true", help="stop the PostgreSQL a demo --keep left running")
     demo.add_argument("--rows", type=int, default=200_000, help="rows seeded over both tables (200000)")
     demo.add_argument("--readers", type=int, default=2, help="snapshot readers (2)")
     demo.set_defaults(func=_cmd_demo)
@@ -199,6 +213,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of our output went away (`... | head`): not an error worth a traceback
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:
         if args.verbose:  # the traceback, and still the exit status that says what kind of failure
             import traceback

@@ -29,6 +29,12 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         if unmoved:
             print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
             return 2
+        unknown = unknown_collections(Path(args.landing), args.collections or [], args.signal_table)
+        if unknown:
+            print(f"cdc-backfill reconcile: {unknown}", file=sys.stderr)
+            return 2
+        if _nothing_new(args):
+            return 0
     cmd = reconcile_command(
         args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
         signal_collection=args.signal_table,
@@ -38,6 +44,42 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         return 0
     return submit_and_relay(
         cmd, submit_environ(args.master), on_summary=lambda doc: reread_hint(doc, args.state)
+    )
+
+
+def _nothing_new(args: argparse.Namespace) -> bool:
+    """A run that would change nothing is not run: no Spark, no new version (older ones stay kept).
+    Its summary says so, in the job's form."""
+    from cdc_backfill.reconcile.columns import landed_collections
+    from cdc_backfill.reconcile.runs import nothing_new
+
+    landing = Path(args.landing)
+    names = args.collections or landed_collections(landing, args.signal_table)
+    if args.print_command or "://" in args.state or not nothing_new(landing, Path(args.state), names):
+        return False
+    print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
+          file=sys.stderr)  # fmt: skip
+    print(json.dumps({"events": 0, "collections": {}, "nothing_new": True}))
+    return True
+
+
+def unknown_collections(landing: Path, asked: list[str], signal_collection: str) -> str | None:
+    """Why some of the ``--collections`` asked for are not in the landing zone (with the closest names),
+    before any Spark starts; None when all are."""
+    import difflib
+
+    from cdc_backfill.reconcile.columns import landed_collections
+
+    held = landed_collections(landing, signal_collection)
+    missing = [c for c in asked if c not in held]
+    if not missing:
+        return None
+    hints = []
+    for c in missing:
+        close = difflib.get_close_matches(c, held, n=2, cutoff=0.6)
+        hints.append(f"{c} (did you mean {' or '.join(close)}?)" if close else c)
+    return f"{landing} holds nothing of {', '.join(hints)}: no log, no snapshot chunk; it holds " + (
+        ", ".join(held[:10]) or "no collection yet"
     )
 
 
@@ -95,9 +137,16 @@ def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
         "  cdc-backfill reconcile --landing s3a://lake/ --state s3a://state/ --master spark://host:7077 --print-command",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    rec.add_argument("--landing", required=True, metavar="DIR")
-    rec.add_argument("--state", required=True, metavar="DIR")
-    rec.add_argument("--collections", nargs="*", metavar="COLLECTION")
+    rec.add_argument(
+        "--landing", required=True, metavar="DIR", help="the landing zone the capture and snapshots write"
+    )
+    rec.add_argument("--state", required=True, metavar="DIR", help="where the state's versions go (created)")
+    rec.add_argument(
+        "--collections",
+        nargs="*",
+        metavar="COLLECTION",
+        help="only these (schema.table); default: every one landed",
+    )
     rec.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     rec.add_argument(
         "--signal-table",

@@ -94,7 +94,9 @@ def add_snapshot_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     mode.add_argument("--follow", action="store_true", help="keep running until SIGTERM/SIGINT")
     run.set_defaults(func=_cmd_run)
     st = kinds.add_parser("status", help="per collection: chunks, rows, rate, estimated time left")
-    st.add_argument("--source", metavar="URL")
-    st.add_argument("--signal-table", metavar="SCHEMA.TABLE")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--source", metavar="URL", help="the source database (else CDC_BACKFILL_SOURCE_URL)")
+    st.add_argument(
+        "--signal-table", metavar="SCHEMA.TABLE", help="the signal table (default public.cdc_signal)"
+    )
+    st.add_argument("--json", action="store_true", help="status as JSON")
     st.set_defaults(func=_cmd_status)

@@ -4,9 +4,9 @@ and with ``--repair`` send one execute-snapshot of the ranges that differ.
 Thin: the SQL, the ranges, the comparison and the repair signal are in ``cdc_backfill.verify``, the
 Spark side in ``cdc_backfill.spark.verify``. Spark is imported only when the command runs.
 
-What ``--repair`` cannot fix (it re-reads rows; it never deletes):
-- a key in the state that the source no longer has: a READ snapshot of its range does not delete keys
-  absent from it, so the range keeps differing (rebuild the state, or let the stream carry the delete);
+``--repair`` re-reads the ranges that differ; a key in the state that the source no longer has goes
+when that snapshot finishes (its ranges are a condition on the key: phantom removal, DESIGN.md §6 rule 7).
+What it cannot fix:
 - columns that differ between the source and the state (verify refuses: exit 2);
 - differences that are only the state being behind the source: drain and reconcile first.
 """
@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,13 +37,16 @@ VERIFY_EPILOG = f"""examples (every option):
   cdc-backfill verify --state state/ --collection public.orders --ranges 64       # finer ranges
   cdc-backfill verify --state state/ --collection public.orders --json > report.json
   cdc-backfill verify --state state/ --collection public.orders --repair          # re-snapshot what differs
+  cdc-backfill verify --state state/ --collection public.orders --repair --wait --landing lake/
   cdc-backfill verify --state state/ --collection public.orders --repair --signal-table ops.cdc_signal
   cdc-backfill verify --state state/ --collection public.order_lines --master local[2]
 
 The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
 Ranges are cut at keys of the source (text keys in byte order, as Spark compares them); each range's rows
 are counted and hashed by SQL in the source and by Spark on <state>/<collection>/current.
---repair re-reads rows; it cannot remove a key that is in the state but no longer in the source.
+--repair re-reads the differing ranges; keys the source no longer has go when that snapshot finishes.
+--repair --wait --landing DIR runs the snapshot, the drain, the reconcile and verify again; without
+--wait, --repair prints those commands.
 Exit status: 0 every range equal, 1 some ranges differ, 2 cannot verify or repair (the reason is
 printed), 3 the source cannot be reached. --ranges: 1 to {MAX_RANGES:,}.
 """
@@ -52,6 +56,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from cdc_backfill.spark.verify import verify_collection
     from cdc_backfill.verify import VerifyError
 
+    if args.wait and not (args.repair and args.landing):
+        print("--wait completes a repair: give it with --repair and --landing DIR", file=sys.stderr)
+        return 2
     if not 1 <= args.ranges <= MAX_RANGES:
         print(f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}", file=sys.stderr)
         return 2
@@ -77,6 +84,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print(render(report))
     if repaired:
         return repaired
+    if args.wait and not report.all_equal:
+        return _complete(args)
     return 0 if report.all_equal else 1
 
 
@@ -97,17 +106,60 @@ def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Repo
         print(f"repair refused: {exc}", file=sys.stderr)
         return 2
     report.extra["repair"] = repair.to_dict()
+    args._repair_id = repair.signal.id
     scope = {
         "ranges": f"ranges {', '.join(map(str, report.differing))}",
         "span": f"ranges {report.differing[0]} to {report.differing[-1]} (the exact list did not fit the signal)",
         "table": "the whole table",
     }[repair.scope]
+    out = sys.stderr if args.json else sys.stdout
     print(
-        f"repair: execute-snapshot {repair.signal.id} sent to {signal_table} for "
-        f"{report.collection}, {scope}; run the snapshot engine, then reconcile and verify again",
-        file=sys.stderr if args.json else sys.stdout,
+        f"repair: execute-snapshot {repair.signal.id} sent to {signal_table} for {report.collection}, {scope}",
+        file=out,
     )
+    steps = _steps(args, repair.signal.id)
+    report.extra["repair"]["commands"] = [shlex.join(c) for c in steps.commands]
+    if not args.wait:
+        print("complete it with these commands, in order (or run verify with --repair --wait):", file=out)
+        for c in steps.commands:
+            print(f"  {shlex.join(c)}", file=out)
+        if steps.note:
+            print(f"  ({steps.note})", file=out)
+        if not args.landing:
+            print(
+                "  (LANDING: the landing zone the capture writes to; give --landing to have it filled in)",
+                file=out,
+            )
     return 0
+
+
+def _steps(args: argparse.Namespace, signal_id: str):  # type: ignore[no-untyped-def]
+    from cdc_backfill.verify.steps import landing_engine, repair_steps
+
+    landing = args.landing or "LANDING"
+    engine = landing_engine(Path(landing)) if args.landing else "native"
+    return repair_steps(
+        args.source, landing, args.state, args.collection, signal_id, engine, args.signal_table
+    )
+
+
+def _complete(args: argparse.Namespace) -> int:
+    """``--wait``: run the printed commands one after the other, as printed; the last one is verify, and
+    its exit status is the repair's: 0 only when every range is equal."""
+    import subprocess
+
+    steps = _steps(args, args._repair_id)
+    code = 1
+    for c in steps.commands:
+        print(f"repair: {shlex.join(c)}", file=sys.stderr, flush=True)
+        code = subprocess.run([sys.executable, "-m", "cdc_backfill.cli", *c[1:]]).returncode
+        if code != 0 and c[1] != "verify":
+            print(
+                f"repair: `{shlex.join(c)}` failed (exit {code}): fix what it says, then run the rest",
+                file=sys.stderr,
+            )
+            return code
+    return code
 
 
 def add_verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -138,6 +190,17 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     p.add_argument(
         "--signal-table", metavar="SCHEMA.TABLE", help="with --repair (default: cdc_signal in public)"
+    )
+    p.add_argument(
+        "--landing",
+        metavar="DIR",
+        help="with --repair: the landing zone, to print (or run) the commands whole",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="with --repair: run the snapshot, the drain, the reconcile and verify now; exit 0 only when "
+        "every range is then equal",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")

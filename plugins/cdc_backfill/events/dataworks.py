@@ -169,3 +169,38 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
             events.append(ChangeEvent(coll, "u", old_key, before, None, first, ts, format=FORMAT))
     events.append(ChangeEvent(coll, "u", new_key, before, after, second, ts, format=FORMAT))
     return events
+
+
+# The format's column types as the typed log keeps them (PostgreSQL names, as every description uses).
+PG_TYPES = {
+    "STRING": "text",
+    "LONG": "bigint",
+    "DOUBLE": "double precision",
+    "BOOLEAN": "boolean",
+    "DATE": "timestamp with time zone",  # milliseconds since the epoch, read as UTC
+    "BYTES": "bytea",
+}
+
+
+def dataworks_columns(record: Any) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """What a DataWorks record says of its table: ``([(column, PostgreSQL type)], key)`` from its
+    ``schema.dataColumn`` and ``schema.primaryKey`` (the hidden ``#alibaba_rds_row_id#`` for a table
+    without one); None when the record does not say (pure). Types it does not know are kept as text."""
+    if not is_dataworks(record):
+        return None
+    schema = record.get("schema") or {}
+    columns = schema.get("dataColumn")
+    if not isinstance(columns, list) or not columns:
+        return None
+    typed = [
+        (c["name"], PG_TYPES.get(str(c.get("type", "STRING")).upper(), "text"))
+        for c in columns
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    ]
+    try:
+        key = _key_columns(schema, {name: t for name, t in typed})
+    except ParseError:
+        return None
+    if not key or any(k not in {n for n, _ in typed} for k in key):
+        return None
+    return typed, key

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from cdc_backfill.events.dataworks import dataworks_columns
 from cdc_backfill.events.debezium import record_schemas
 from cdc_backfill.ingest.columns import Described, pg_type_name
 from cdc_backfill.pgtypes import PgColumn
@@ -130,7 +131,11 @@ def wrapped_columns(line: bytes) -> str | None:
     """What a record's wrappers say about its collection (``described_json``), or None: no wrapper, no
     key schema, or schemas this module cannot read (the collection is then typed from elsewhere)."""
     try:
-        key_schema, value_schema = record_schemas(orjson.loads(line))
+        record = orjson.loads(line)
+        told = dataworks_columns(record)  # DataWorks records carry their columns' types and key too
+        if told is not None:
+            return described_json(([PgColumn(n, t, 0) for n, t in told[0]], told[1]))
+        key_schema, value_schema = record_schemas(record)
         if value_schema is None:
             return None
         described = columns_from_connect(value_schema, key_schema)

@@ -215,6 +215,11 @@ class EmbeddedPostgres:
             raise EmbeddedPostgresError(
                 f"initdb failed ({res.returncode}): {res.stderr.strip() or res.stdout}"
             )
+        # In the folder's own configuration too: a kept server started again by hand (pg_ctl start)
+        # still decodes logically; the settings given at start() win over these.
+        with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as fh:
+            fh.write("\n# cdc_backfill: logical decoding\n")
+            fh.writelines(f"{k} = {v}\n" for k, v in LOGICAL_SETTINGS.items())
 
     def start(self) -> EmbeddedPostgres:
         if self.started:
@@ -247,6 +252,22 @@ class EmbeddedPostgres:
         atexit.register(self.stop)
         log.debug("embedded PostgreSQL on 127.0.0.1:%s started in %.1fs", self.port, time.monotonic() - t0)
         return self
+
+    def detach(self) -> None:
+        """Leave the server running after this process ends (``demo --keep``); :meth:`stop_kept` stops it."""
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+        self.started = False
+
+    @classmethod
+    def stop_kept(cls, data_dir: Path) -> bool:
+        """Stop a server left running in ``data_dir``; False when none runs there."""
+        pg = cls(data_dir)
+        if not (pg.data_dir / "postmaster.pid").exists():
+            return False
+        pg.started = True
+        pg.stop(remove=False)
+        return True
 
     def stop(self, remove: bool | None = None) -> None:
         """Stop the server (fast shutdown); remove its folder if we created it (or ``remove=True``)."""

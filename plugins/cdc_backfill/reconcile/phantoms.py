@@ -19,7 +19,7 @@ from typing import Any
 
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.key_conditions import Inexact, KeyCondition, key_condition
-from cdc_backfill.signals.marks import K_CHUNKS, K_CONDITION, K_CONDITION_OMITTED, K_DIALECT, Mark
+from cdc_backfill.signals.marks import K_CHUNKS, K_CONDITION, K_CONDITION_OMITTED, K_DIALECT, K_STATUS, Mark
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,10 @@ def advance(
     for m in sorted(marks, key=lambda m: m.position):
         t = out.get(m.signal) or SnapshotTrack(m.signal)
         if t.decided is not None:
+            continue
+        if m.kind == "ended":  # stopped or failed: its done row will never come, nothing is removed
+            status = m.data.get(K_STATUS, "stopped")
+            out[m.signal] = replace(t, decided=f"no removal: the snapshot {status} before it finished")
             continue
         if m.kind == "start":
             # a start row written again after a crash before the plan was recorded: the latest one

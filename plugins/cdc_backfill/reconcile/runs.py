@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from cdc_backfill.layout import CARRY_DIR, META_FILE, STREAM_SUFFIXES, snapshot_dir, stream_dir
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.layout import (
+    CARRY_DIR,
+    META_FILE,
+    STREAM_SUFFIXES,
+    current_path,
+    rolls_dir,
+    snapshot_dir,
+    stream_dir,
+)
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
 
 
@@ -123,3 +132,42 @@ def next_meta(
         pos = run.meta.position
     tracks = run.meta.snapshots if snapshots is None else snapshots
     return RunMeta(run.meta.judged | frozenset(judged_now), pos, tracks)
+
+
+class LandedLog(NamedTuple):
+    files: list[str]  # relative to the log folder
+    events: int  # of every collection, as the manifests count them
+
+
+def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> LandedLog:
+    """The log files that roll manifests name and their events, only of manifests whose last position
+    is after ``after``: a manifest's name is its last position's key, in hex."""
+    folder = rolls_dir(landing)
+    if not folder.is_dir():
+        return LandedLog([], 0)
+    floor = position_key(tuple(after)).hex() if after is not None else None
+    files: list[str] = []
+    events = 0
+    for manifest in sorted(folder.glob("r*.json")):
+        if floor is not None and manifest.stem[1:] <= floor:
+            continue
+        doc = json.loads(manifest.read_text())
+        files += doc["files"]
+        events += doc.get("events", 0)
+    return LandedLog(files, events)
+
+
+def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
+    """Whether a reconcile of ``collections`` would change nothing (file reads only, no Spark): every one
+    has a state, no READ chunk it has not judged, and no roll manifest holds events after its position.
+    Windows and phantom decisions move only with new events or chunks, so such a run writes the same
+    rows again."""
+    names = list(collections)
+    for coll in names:
+        previous = current_path(state, coll)
+        if previous is None:
+            return False
+        run = plan_run(landing, coll, previous.resolve())
+        if run.chunks or run.meta.position is None or landed_log_files(landing, run.meta.position).events:
+            return False
+    return bool(names)

@@ -111,8 +111,11 @@ def check_condition(condition: str, dialect: str, columns: Sequence[str], collec
     glot = sqlglot_dialect(dialect)
     try:
         tokens = sqlglot.Dialect.get_or_raise(glot).tokenize(text)
-    except TokenError as exc:
-        raise SignalError(f"the condition for {collection} is not valid SQL: {exc}") from None
+    except TokenError:
+        # sqlglot's own message quotes the text and is cut at its first quote: name the whole condition
+        odd = text.count("'") % 2 or text.count('"') % 2
+        hint = ": a quote without its closing one" if odd else ""
+        raise SignalError(f"the condition for {collection} is not valid SQL{hint}: {text!r}") from None
     if any(t.comments for t in tokens):
         raise SignalError(f"the condition for {collection} contains a comment: comments are not allowed")
     if any(t.token_type.name == "SEMICOLON" for t in tokens):

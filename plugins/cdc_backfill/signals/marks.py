@@ -23,6 +23,8 @@ from cdc_backfill.signals.model import DATA_MAX
 
 START_SUFFIX = "-start"
 DONE_SUFFIX = "-done"
+ENDED_SUFFIX = "-ended"  # a collection's snapshot stopped or failed: it will never have a done row
+K_STATUS = "status"
 K_FOR = "data-collection"
 K_SIGNAL = "signal"
 K_CHUNKS = "chunks"
@@ -33,6 +35,11 @@ K_DIALECT = "dialect"  # the condition's SQL dialect (SQLAlchemy's name)
 
 def start_data(collection: str, signal: str) -> str:
     return json.dumps({K_FOR: collection, K_SIGNAL: signal})
+
+
+def ended_data(collection: str, signal: str, status: str) -> str:
+    """The data of the row that says a collection's snapshot ended without finishing (stopped, failed)."""
+    return json.dumps({K_FOR: collection, K_SIGNAL: signal, K_STATUS: status})
 
 
 def done_data(collection: str, signal: str, chunks: int, condition: str | None, dialect: str) -> str:
@@ -53,7 +60,7 @@ def done_data(collection: str, signal: str, chunks: int, condition: str | None, 
 class Mark:
     """A start or done row of one snapshot of a collection, as the stream carried it."""
 
-    kind: str  # "start" or "done"
+    kind: str  # "start", "done" or "ended" (stopped or failed: no done row will come)
     signal: str
     position: tuple[int, ...]
     data: Mapping[str, Any]
@@ -68,4 +75,6 @@ def mark_of(row_id: str, data: Mapping[str, Any], position: tuple[int, ...]) -> 
         return Mark("start", signal, position, data)
     if row_id.endswith(DONE_SUFFIX):
         return Mark("done", signal, position, data)
+    if row_id.endswith(ENDED_SUFFIX):
+        return Mark("ended", signal, position, data)
     return None

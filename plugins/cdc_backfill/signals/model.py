@@ -22,12 +22,13 @@ WINDOW_CLOSE = "snapshot-window-close"
 # the native engine's rows around one collection of a snapshot (signals.marks, DESIGN.md §6 rule 7)
 SNAPSHOT_START = "snapshot-collection-start"
 SNAPSHOT_DONE = "snapshot-collection-done"
+SNAPSHOT_ENDED = "snapshot-collection-ended"  # stopped or failed before it finished: no done row will come
 # a window's watermarks are the rows <chunk-id>-open and <chunk-id>-close (Debezium's ids too)
 OPEN_SUFFIX = "-open"
 CLOSE_SUFFIX = "-close"
 
 OPERATOR_TYPES = (EXECUTE, STOP, PAUSE, RESUME, LOG)
-ENGINE_TYPES = (WINDOW_OPEN, WINDOW_CLOSE, SNAPSHOT_START, SNAPSHOT_DONE)
+ENGINE_TYPES = (WINDOW_OPEN, WINDOW_CLOSE, SNAPSHOT_START, SNAPSHOT_DONE, SNAPSHOT_ENDED)
 SIGNAL_TYPES = OPERATOR_TYPES + ENGINE_TYPES
 
 ID_MAX = 42  # id VARCHAR(42)

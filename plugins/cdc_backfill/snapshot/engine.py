@@ -57,7 +57,7 @@ from cdc_backfill.snapshot.chunks import (
 )
 from cdc_backfill.snapshot.control import Control, SignalControl
 from cdc_backfill.snapshot.faults import CRASH_ENV, crash_point
-from cdc_backfill.snapshot.progress import NULL_RANGE, ProgressStore, RangeProgress
+from cdc_backfill.snapshot.progress import HEARTBEAT_SECONDS, NULL_RANGE, ProgressStore, RangeProgress
 from cdc_backfill.snapshot.ranges import plan_ranges
 from cdc_backfill.snapshot.shape import SnapshotError, TableShape, table_shape
 from cdc_backfill.snapshot.sql import ChunkTable, chunk_select, key_params
@@ -199,10 +199,13 @@ class SnapshotEngine:
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():  # a heartbeat while the readers read: a dead engine shows as interrupted
+                t.join(HEARTBEAT_SECONDS)
+                if t.is_alive():
+                    self.progress.heartbeat(sig.id, plan.collection)
         if errors:
             reason = f"{type(errors[0]).__name__}: {str(errors[0]).splitlines()[0] if str(errors[0]) else ''}"
-            self.progress.set_collection(sig.id, plan.collection, "failed", reason)
+            self.signal_control.end_collection(sig.id, plan.collection, "failed", reason)
             log.error("%s failed: %s", plan.collection, reason)
             return
         self._finish(sig, plan)
@@ -239,12 +242,29 @@ class SnapshotEngine:
             cut = plan_ranges(conn, shape.chunk_table(), self.dialect, self.readers, plan.chunk_size)
         self.progress.plan(sig.id, plan.collection, cut.ranges, cut.estimate)
         if cut.empty:
+            self._land_empty(sig, shape)
             self.progress.set_collection(sig.id, plan.collection, "done", "empty when the snapshot started")
         log.info(
             "%s: largest key fixed, %s range(s) planned over ~%s rows",
             plan.collection, len(cut.ranges), cut.estimate,
         )  # fmt: skip
         return self.progress.ranges(sig.id, plan.collection)
+
+    def _land_empty(self, sig: Signal, shape: TableShape) -> None:
+        """An empty table lands one empty chunk in a window of its own: the reconcile then knows the
+        collection and its columns, gives it an empty state (verify finds it equal), and the done row
+        counts a chunk it can judge, so the snapshot removes the state's rows as phantoms."""
+        chunk_id = uuid.uuid4().hex
+        data = json.dumps({"data-collection": shape.collection, "signal": sig.id})
+        conn = psycopg2.connect(libpq_dsn(self.url, replication=True))
+        try:
+            write_watermark(conn, self.signal_sql, open_id(chunk_id), WINDOW_OPEN, data)
+            write_watermark(conn, self.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
+        finally:
+            conn.close()
+        table, _ = read_events(b"", shape, shape.chunk_table(), chunk_id, sig.id)
+        land_chunk(self.landing, shape.collection, chunk_id, table)
+        log.info("%s: empty: an empty chunk landed", shape.collection)
 
     # ------------------------------------------------------------ one range, chunk by chunk
 

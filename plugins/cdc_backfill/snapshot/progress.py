@@ -18,6 +18,12 @@ __all__ = ["PROGRESS_TABLE"]
 NULL_RANGE = -1  # the range of rows whose (nullable) chunk column is NULL
 
 
+# While it reads a collection the engine touches its running ranges this often; a collection with work
+# left and nothing touched for STALE_SECONDS has no engine reading it any more (it was killed).
+HEARTBEAT_SECONDS = 10.0
+STALE_SECONDS = 60.0
+
+
 def progress_table(schema: str | None) -> sa.Table:
     md = sa.MetaData(schema=schema)
     return sa.Table(
@@ -131,6 +137,15 @@ class ProgressStore:
             stmt = stmt.where(t.c.status.in_(("pending", "running")))
         with self.engine.begin() as conn:
             conn.execute(stmt.values(**values))
+
+    def heartbeat(self, signal_id: str, collection: str) -> None:
+        """The engine still reads this collection: its running ranges' ``updated_at`` is now."""
+        t = self.table
+        stmt = sa.update(t).where(
+            t.c.signal_id == signal_id, t.c.collection == collection, t.c.status == "running"
+        )
+        with self.engine.begin() as conn:
+            conn.execute(stmt.values(updated_at=utc_now()))
 
     def set_collection(
         self, signal_id: str, collection: str | None, status: str, reason: str | None = None

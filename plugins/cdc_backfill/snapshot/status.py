@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 
-from cdc_backfill.snapshot.progress import RangeProgress
+from cdc_backfill.signals.tables import utc_now
+from cdc_backfill.snapshot.progress import STALE_SECONDS, RangeProgress
 
 UNFINISHED = ("pending", "running")
 
@@ -46,8 +48,13 @@ class CollectionStatus:
         return asdict(self)
 
 
-def summarize(ranges: list[RangeProgress], paused: Collection[str] = ()) -> list[CollectionStatus]:
-    """Per collection of each signal; ``paused``: the ids of signals whose status is paused."""
+def summarize(
+    ranges: list[RangeProgress], paused: Collection[str] = (), now: dt.datetime | None = None
+) -> list[CollectionStatus]:
+    """Per collection of each signal; ``paused``: the ids of signals whose status is paused. A collection
+    with work left whose ranges nobody touched for STALE_SECONDS (the engine's heartbeat) before ``now``
+    (UTC) is ``interrupted``: its engine died; `snapshot run` goes on from its last chunk."""
+    now = now or utc_now()
     groups: dict[tuple[str, str], list[RangeProgress]] = {}
     for r in ranges:
         groups.setdefault((r.signal_id, r.collection), []).append(r)
@@ -60,8 +67,14 @@ def summarize(ranges: list[RangeProgress], paused: Collection[str] = ()) -> list
         ends = [r.updated_at for r in rs if r.updated_at]
         elapsed = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
         rate = rows / elapsed if elapsed > 0 else 0.0
-        left = (estimate - rows) / rate if rate > 0 and status in ("running", "pending") else None
         reasons = sorted({r.reason for r in rs if r.reason})
+        if status in ("running", "pending") and ends and (now - max(ends)).total_seconds() > STALE_SECONDS:
+            status = "interrupted"
+            reasons.append(
+                f"no progress since {max(ends):%Y-%m-%d %H:%M:%S} UTC: its engine stopped; "
+                "`cdc-backfill snapshot run` goes on from the last chunk"
+            )
+        left = (estimate - rows) / rate if rate > 0 and status in ("running", "pending") else None
         out.append(
             CollectionStatus(
                 sid, coll, status, len(rs), sum(r.chunks_done for r in rs), rows, estimate, rate, left,
@@ -77,6 +90,14 @@ def bar(done: int, total: int, width: int = 24) -> str:
     return "[" + "#" * full + "." * (width - full) + f"] {frac * 100:5.1f}%"
 
 
+def _progress(s: CollectionStatus) -> tuple[int, int]:
+    """(done, total) for the bar: a collection that read everything is whole, whatever the estimate said
+    (an estimate counts the table; a condition selects fewer rows)."""
+    if s.status == "done":
+        return s.rows, s.rows
+    return s.rows, s.rows_estimate
+
+
 def render(statuses: list[CollectionStatus]) -> str:
     if not statuses:
         return "no snapshots yet"
@@ -84,7 +105,7 @@ def render(statuses: list[CollectionStatus]) -> str:
     for s in statuses:
         left = f"{s.seconds_left:,.0f}s left" if s.seconds_left is not None else ""
         lines.append(
-            f"{s.signal_id:<30} {s.collection:<28} {s.status:<8} {bar(s.rows, s.rows_estimate)} "
+            f"{s.signal_id:<30} {s.collection:<28} {s.status:<8} {bar(*_progress(s))} "
             f"{s.rows:>10,} rows {s.chunks:>6,} chunks {s.rate:>10,.0f} rows/s {left}"
             + (f"  ({s.reason})" if s.reason else "")
         )

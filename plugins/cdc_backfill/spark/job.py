@@ -22,12 +22,10 @@ from pyspark.sql import SparkSession
 from cdc_backfill.eventlog.store import read_schema
 from cdc_backfill.layout import log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
-from cdc_backfill.reconcile.runs import RunInput, plan_run, unmoved_json_reason
+from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 from cdc_backfill.spark.logrows import (
-    LandedLog,
     collection_log_files,
-    landed_log_files,
     log_schema,
     read_log_rows,
     signal_schema,

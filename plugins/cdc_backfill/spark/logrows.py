@@ -13,18 +13,15 @@ each value once, here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, OPS, ORIGIN, POSITION, TS_MS, UNCHANGED
-from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import LOG_DIR, rolls_dir
+from cdc_backfill.layout import LOG_DIR
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
 from cdc_backfill.spark.positions import POSITION_TYPE
@@ -97,29 +94,6 @@ def as_signal_rows(events: DataFrame, signal_collection: str, ts: bool = False) 
 
 
 # ---------------------------------------------------------------- the log's files
-
-
-class LandedLog(NamedTuple):
-    files: list[str]  # relative to the log folder
-    events: int  # of every collection, as the manifests count them
-
-
-def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> LandedLog:
-    """The log files that roll manifests name and their events, only of manifests whose last position
-    is after ``after``: a manifest's name is its last position's key, in hex."""
-    folder = rolls_dir(landing)
-    if not folder.is_dir():
-        return LandedLog([], 0)
-    floor = position_key(tuple(after)).hex() if after is not None else None
-    files: list[str] = []
-    events = 0
-    for manifest in sorted(folder.glob("r*.json")):
-        if floor is not None and manifest.stem[1:] <= floor:
-            continue
-        doc = json.loads(manifest.read_text())
-        files += doc["files"]
-        events += doc.get("events", 0)
-    return LandedLog(files, events)
 
 
 def collection_log_files(landing: Path, collection: str, files: Sequence[str]) -> list[Path]:

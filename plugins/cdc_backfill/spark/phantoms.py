@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from cdc_backfill.eventlog.schema import OP, POSITION
 from cdc_backfill.reconcile.key_conditions import AllOf, AnyOf, Compare, IsNull, KeyCondition, Negate
 from cdc_backfill.reconcile.phantoms import Removal
-from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, Mark, mark_of
+from cdc_backfill.signals.marks import DONE_SUFFIX, ENDED_SUFFIX, START_SUFFIX, Mark, mark_of
 from cdc_backfill.spark.positions import key_literal, position_of
 
 _OPS = {
@@ -27,10 +27,14 @@ _OPS = {
 
 
 def mark_rows(signals: DataFrame, collection: str) -> DataFrame:
-    """The start and done rows naming ``collection`` among the signal collection's log rows."""
+    """The start, done and ended rows naming ``collection`` among the signal collection's log rows."""
     return signals.where(
         F.col(OP).isin("c", "r")
-        & (F.col("id").endswith(START_SUFFIX) | F.col("id").endswith(DONE_SUFFIX))
+        & (
+            F.col("id").endswith(START_SUFFIX)
+            | F.col("id").endswith(DONE_SUFFIX)
+            | F.col("id").endswith(ENDED_SUFFIX)
+        )
         & (F.get_json_object("data", "$['data-collection']") == collection)
     ).select("id", "data", POSITION)
 

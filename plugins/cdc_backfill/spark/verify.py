@@ -187,6 +187,22 @@ def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -
     return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
 
 
+def no_state_reason(state_dir: Path, collection: str) -> str:
+    """Why ``collection`` has no state to verify: a name the state does not hold (a typo, with the
+    closest names), or a state not written yet."""
+    import difflib
+
+    from cdc_backfill.layout import CURRENT, collection_dir, state_collections
+
+    held = state_collections(state_dir)
+    current = collection_dir(state_dir, collection) / CURRENT
+    if not held:
+        return f"no state at {current} (run `cdc-backfill reconcile` first)"
+    close = difflib.get_close_matches(collection, held, n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}?" if close else f"it holds {', '.join(held[:10])}"
+    return f"the state {state_dir} has no collection {collection}: {hint}"
+
+
 def verify_collection(
     engine: sa.Engine, state_dir: Path, collection: str, ranges: int, master: str = "local[*]"
 ) -> tuple[SourceSide, Report]:
@@ -198,6 +214,6 @@ def verify_collection(
 
     current = collection_dir(state_dir, collection) / CURRENT
     if not current.exists():
-        raise VerifyError(f"no state at {current} (run `cdc-backfill reconcile` first)")
+        raise VerifyError(no_state_reason(state_dir, collection))
     source = read_source(engine, collection, ranges)
     return source, compare_state(current, source, master)

@@ -6,11 +6,10 @@ order of every key column, one rule for both sides), :mod:`.sql` (PostgreSQL sta
 :mod:`.ranges` (key ranges, the repair signal), :mod:`.compare` (results and the report). The only module
 here that talks to the database is :mod:`.source`; the Spark side is ``cdc_backfill.spark.verify``.
 
-What verify cannot repair, by construction (a repair is a READ snapshot of the differing ranges):
+A repair is a READ snapshot of the differing ranges: their rows are read again, and a key of the state
+that the source no longer has is removed when that snapshot finishes (its condition is on the key only:
+phantom removal, DESIGN.md §6 rule 7). What verify cannot repair, by construction:
 
-- a key that is in the state but no longer in the source: a READ snapshot reads the rows that exist, it
-  does not delete keys absent from the chunk, so the extra key stays; the range keeps differing until the
-  state is rebuilt (or the stream carries a delete for it);
 - a difference in columns (a column added or dropped in the source, not yet in the state): every row
   differs and re-reading rows does not change the state's schema;
 - ranges that differ because the state is behind the source (the stream not drained or not reconciled

@@ -1,0 +1,81 @@
+"""What follows a repair signal, as command lines a user runs as printed (pure): the snapshot engine reads
+the differing ranges, the capture drains the stream up to the last window, the reconcile puts the READs
+in the state, verify compares again. ``verify --repair --wait`` runs exactly these lines.
+
+With Debezium as the engine (a landing its connector writes), Debezium reads the chunks: the capture
+follows its snapshot to the end, ``ingest`` moves the batches into the log, then the same reconcile and
+verify.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdc_backfill.layout import landing_meta_file
+
+_PASSWORD = re.compile(r"^[a-z0-9+.\-]+://[^:/@]*:[^@]*@", re.IGNORECASE)
+DEBEZIUM_SLOT = "cdc_backfill_debezium"  # DebeziumSettings' default slot
+
+
+@dataclass(frozen=True)
+class RepairSteps:
+    commands: list[list[str]]  # each a whole command line, ``cdc-backfill ...``
+    note: str | None  # what the user must know to run them (a password left out)
+
+
+def source_args(typed: str | None) -> tuple[list[str], str | None]:
+    """``--source URL`` as the user typed it; nothing when the URL came from the environment or the
+    config file (the commands find it there too). A URL with a password is not printed back: the
+    commands then read it from CDC_BACKFILL_SOURCE_URL."""
+    if not typed:
+        return [], None
+    if _PASSWORD.match(typed):
+        return [], "export CDC_BACKFILL_SOURCE_URL='<the --source URL>' first: its password is not printed"
+    return ["--source", typed], None
+
+
+def landing_engine(landing: Path) -> str:
+    """``debezium`` when the landing zone is bound to Debezium's slot, else ``native``."""
+    import json
+
+    path = landing_meta_file(landing)
+    try:
+        slots = json.loads(path.read_text(encoding="utf-8")).get("slots", {})
+    except (OSError, ValueError):
+        return "native"
+    return "debezium" if DEBEZIUM_SLOT in slots and len(slots) == 1 else "native"
+
+
+def repair_steps(
+    source: str | None,
+    landing: str,
+    state: str,
+    collection: str,
+    signal_id: str,
+    engine: str = "native",
+    signal_table: str | None = None,
+) -> RepairSteps:
+    """The commands that complete a repair whose signal ``signal_id`` was sent."""
+    src, note = source_args(source)
+    sig = ["--signal-table", signal_table] if signal_table else []
+    if engine == "debezium":
+        first = [
+            ["cdc-backfill", "capture", "debezium", *src, "--landing", landing, *sig, "--drain",
+             "--until-snapshot", signal_id],
+            ["cdc-backfill", "ingest", "--landing", landing],
+        ]  # fmt: skip
+    else:
+        first = [
+            ["cdc-backfill", "snapshot", "run", "--once", *src, "--landing", landing, *sig],
+            ["cdc-backfill", "capture", "postgres", *src, "--landing", landing, *sig, "--drain"],
+        ]
+    return RepairSteps(
+        [
+            *first,
+            ["cdc-backfill", "reconcile", "--landing", landing, "--state", state],
+            ["cdc-backfill", "verify", *src, "--state", state, "--collection", collection],
+        ],
+        note,
+    )

@@ -1,0 +1,68 @@
+"""An empty table's snapshot, or a condition that selects nothing, gives an empty state: as a user types
+the commands, from the signal to verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.cli import cli
+from tests.support.pg import plain_url, sql
+
+pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
+
+
+def ok(res):  # type: ignore[no-untyped-def]
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    return res.stdout
+
+
+def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
+    fresh_db: str, tmp_path: Path
+) -> None:
+    url = plain_url(fresh_db)
+    src = ("--source", url)
+    sql(
+        fresh_db,
+        "CREATE TABLE nothing (id int PRIMARY KEY, v text)",
+        "CREATE TABLE few (id int PRIMARY KEY, v text)",
+        "INSERT INTO few SELECT i, 'v' FROM generate_series(1, 50) i",
+    )
+    ok(cli(tmp_path, "signal", "init", *src))
+    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
+    ok(cli(tmp_path, "signal", "execute-snapshot", *src, "--collections", "public.nothing"))
+    ok(
+        cli(
+            tmp_path,
+            "signal",
+            "execute-snapshot",
+            *src,
+            "--collections",
+            "public.few",
+            "--condition",
+            "id < 0",
+        )
+    )
+    ok(cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake"))
+    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
+    summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))
+    for coll in ("public.nothing", "public.few"):
+        assert summary["collections"][coll]["rows"] == 0, summary["collections"].get(coll)
+        current = tmp_path / "state" / coll / "current"
+        assert sum(pq.read_table(f).num_rows for f in current.glob("*.parquet")) == 0
+    out = ok(cli(tmp_path, "verify", *src, "--state", "state", "--collection", "public.nothing"))
+    assert "every range equal" in out
+
+    # nothing new since: the reconcile says so without Spark and writes no version
+    versions = sorted(p.name for p in (tmp_path / "state" / "public.few").glob("v*"))
+    again = cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")
+    assert json.loads(ok(again)) == {"events": 0, "collections": {}, "nothing_new": True}
+    assert "nothing new in lake since the state's position: no version written" in again.stderr
+    assert sorted(p.name for p in (tmp_path / "state" / "public.few").glob("v*")) == versions
+    sql(fresh_db, "INSERT INTO few VALUES (-1, 'new')")  # something new: the reconcile runs
+    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
+    summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))
+    assert summary["collections"]["public.few"]["rows"] == 1

@@ -1,0 +1,69 @@
+"""A repair that completes, as a user types it: ``verify --repair`` prints the commands that finish it,
+each runs as printed and the last verify finds every range equal; ``verify --repair --wait`` runs them
+itself and exits 0 only then."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import cli
+from tests.support.pg import plain_url
+from tests.support.workload import seed
+from tests.verify.helpers import add_phantom, corrupt_one_row
+
+pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
+
+
+def ok(res):  # type: ignore[no-untyped-def]
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    return res.stdout
+
+
+def test_a_repair_completes_as_printed_and_with_wait(fresh_db: str, tmp_path: Path) -> None:
+    seed(fresh_db, orders=300, lines=10)
+    url = plain_url(fresh_db)
+    src = ("--source", url)
+    ok(cli(tmp_path, "signal", "init", *src))
+    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
+    ok(
+        cli(
+            tmp_path,
+            "signal",
+            "execute-snapshot",
+            *src,
+            "--collections",
+            "public.orders",
+            "--chunk-size",
+            "50",
+        )
+    )
+    ok(cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake"))
+    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
+    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    verify = ("verify", *src, "--state", "state", "--collection", "public.orders")
+    ok(cli(tmp_path, *verify))
+
+    corrupt_one_row(tmp_path / "state", "public.orders")
+    add_phantom(tmp_path / "state", "public.orders", fresh_db)
+    res = cli(tmp_path, *verify, "--repair", "--landing", "lake")
+    assert res.returncode == 1, res.stderr
+    printed = [line.strip() for line in res.stdout.splitlines() if line.startswith("  cdc-backfill ")]
+    assert [shlex.split(p)[1] for p in printed] == ["snapshot", "capture", "reconcile", "verify"], res.stdout
+    for line in printed:  # as printed, in order
+        ok(cli(tmp_path, *shlex.split(line)[1:]))  # the last one is verify: exit 0, every range equal
+
+    corrupt_one_row(tmp_path / "state", "public.orders")
+    add_phantom(tmp_path / "state", "public.orders", fresh_db)
+    assert cli(tmp_path, *verify).returncode == 1
+    done = cli(tmp_path, *verify, "--repair", "--wait", "--landing", "lake")
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    assert "every range equal" in done.stdout
+
+
+def test_wait_without_a_landing_is_refused(tmp_path: Path) -> None:
+    res = cli(tmp_path, "verify", "--source", "postgresql://u@127.0.0.1:1/db", "--state", "state",
+              "--collection", "public.t", "--repair", "--wait")  # fmt: skip
+    assert res.returncode == 2 and "give it with --repair and --landing DIR" in res.stderr, res.stderr
