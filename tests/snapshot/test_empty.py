@@ -9,15 +9,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.cli import cli
+from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
-
-
-def ok(res):  # type: ignore[no-untyped-def]
-    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
-    return res.stdout
 
 
 def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
@@ -31,23 +26,12 @@ def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
         "CREATE TABLE few (id int PRIMARY KEY, v text)",
         "INSERT INTO few SELECT i, 'v' FROM generate_series(1, 50) i",
     )
-    ok(cli(tmp_path, "signal", "init", *src))
-    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
-    ok(cli(tmp_path, "signal", "execute-snapshot", *src, "--collections", "public.nothing"))
-    ok(
-        cli(
-            tmp_path,
-            "signal",
-            "execute-snapshot",
-            *src,
-            "--collections",
-            "public.few",
-            "--condition",
-            "id < 0",
-        )
+    snapshot_as_typed(
+        tmp_path,
+        url,
+        ["--collections", "public.nothing"],
+        ["--collections", "public.few", "--condition", "id < 0"],
     )
-    ok(cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake"))
-    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
     summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))
     for coll in ("public.nothing", "public.few"):
         assert summary["collections"][coll]["rows"] == 0, summary["collections"].get(coll)

@@ -15,3 +15,22 @@ def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProc
         text=True,
         timeout=timeout,
     )
+
+
+def ok(res: subprocess.CompletedProcess[str]) -> str:
+    """A command that must succeed; its stdout."""
+    assert res.returncode == 0, (res.args, res.stdout[-2000:], res.stderr[-3000:])
+    return res.stdout
+
+
+def snapshot_as_typed(cwd: Path, url: str, *signals: list[str], landing: str = "lake") -> None:
+    """The path from a bare source to a landing holding its snapshots, as a user types it: the signal
+    tables, the capture's slot, each ``signal execute-snapshot`` with its arguments, the engine, the
+    drain."""
+    src = ("--source", url)
+    ok(cli(cwd, "signal", "init", *src))
+    ok(cli(cwd, "capture", "postgres", *src, "--landing", landing, "--drain"))
+    for args in signals:
+        ok(cli(cwd, "signal", "execute-snapshot", *src, *args))
+    ok(cli(cwd, "snapshot", "run", "--once", *src, "--landing", landing))
+    ok(cli(cwd, "capture", "postgres", *src, "--landing", landing, "--drain"))

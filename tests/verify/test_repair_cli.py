@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import cli
+from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url
 from tests.support.workload import seed
 from tests.verify.helpers import add_phantom, corrupt_one_row
@@ -17,31 +17,11 @@ from tests.verify.helpers import add_phantom, corrupt_one_row
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
 
-def ok(res):  # type: ignore[no-untyped-def]
-    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
-    return res.stdout
-
-
 def test_a_repair_completes_as_printed_and_with_wait(fresh_db: str, tmp_path: Path) -> None:
     seed(fresh_db, orders=300, lines=10)
     url = plain_url(fresh_db)
     src = ("--source", url)
-    ok(cli(tmp_path, "signal", "init", *src))
-    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
-    ok(
-        cli(
-            tmp_path,
-            "signal",
-            "execute-snapshot",
-            *src,
-            "--collections",
-            "public.orders",
-            "--chunk-size",
-            "50",
-        )
-    )
-    ok(cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake"))
-    ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
+    snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "50"])
     ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
     verify = ("verify", *src, "--state", "state", "--collection", "public.orders")
     ok(cli(tmp_path, *verify))
