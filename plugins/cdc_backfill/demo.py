@@ -28,12 +28,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
+from cdc_backfill.demo_next import TABLES, cli_path, next_commands
 from cdc_backfill.logs import VERBOSE_FORMAT
 from cdc_backfill.runtime import project_root
 
 log = logging.getLogger(__name__)
 
-TABLES = ("public.customers", "public.order_lines")
 SCHEMA_SQL = [
     "CREATE TABLE customers (email text PRIMARY KEY, name text NOT NULL, tier text, notes text)",
     "CREATE TABLE order_lines (order_id bigint, line_no int, sku text NOT NULL, qty int NOT NULL, "
@@ -193,53 +193,6 @@ def summary_rows(f: Figures) -> list[tuple[str, str]]:
         )
     lines.append(("total time", f"{sum(f.seconds.values()):.1f} s"))
     return lines
-
-
-def cli_path(executable: Path, cwd: Path) -> str:
-    """How the user runs this venv's ``cdc-backfill`` from ``cwd``: ``.venv/bin/cdc-backfill`` in a
-    checkout, else its whole path (pure)."""
-    script = executable.parent / "cdc-backfill"
-    try:
-        return str(script.relative_to(cwd))
-    except ValueError:
-        return shlex.quote(str(script))
-
-
-def next_commands(
-    cli: str, state: Path, with_make: bool, url: str | None = None, landing: Path | None = None
-) -> list[tuple[str, str]]:
-    """(command, what it shows) printed at the end of the demo; each runs as printed (pure). ``url``:
-    the kept server's (``demo --keep``), for the commands that talk to the source."""
-    st = shlex.quote(str(state))
-    live: list[tuple[str, str]] = []
-    if url and landing:
-        src, ld = f"--source {shlex.quote(url)}", shlex.quote(str(landing))
-        coll = TABLES[0]
-        live = [
-            (f"{cli} signal list {src}", "the signals and their statuses"),
-            (f"{cli} snapshot status {src}", "the snapshot's chunks and rows per collection"),
-            (f"{cli} capture status {src} --landing {ld}", "the slot and what the landing holds"),
-            (
-                f"{cli} verify {src} --state {st} --collection {coll}",
-                "the state against the source, by range",
-            ),
-            (
-                f"{cli} verify {src} --state {st} --collection {coll} --repair --wait --landing {ld}",
-                "a repair, done to the end (nothing to repair when every range is equal)",
-            ),
-        ]
-    cmds = [
-        (f"{cli} state --state {st}", "each collection: rows, version, stream position"),
-        (f"{cli} state --state {st} public.order_lines --limit 5", "a collection's first rows"),
-        (
-            f'{cli} state --state {st} --sql "SELECT tier, count(*) AS customers FROM customers GROUP BY 1 ORDER BY 1"',
-            "any SQL over the state (DuckDB)",
-        ),
-    ]
-    cmds += live
-    if with_make:
-        cmds.append(("make airflow", "the Airflow UI with this project's DAGs (Ctrl-C stops it)"))
-    return cmds
 
 
 class _StepsShown(logging.Filter):

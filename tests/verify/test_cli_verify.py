@@ -39,6 +39,7 @@ def test_help_shows_every_option_with_an_example() -> None:
     flags = [f for a in _verify_parser()._actions for f in a.option_strings if f not in ("-h", "--help")]
     assert set(flags) == {
         "--source", "--state", "--collection", "--ranges", "--repair", "--signal-table", "--json", "--master",
+        "--landing", "--wait",
     }  # fmt: skip
     examples = [line for line in VERIFY_EPILOG.splitlines() if line.strip().startswith("cdc-backfill verify")]
     for flag in flags:
