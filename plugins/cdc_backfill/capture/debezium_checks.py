@@ -21,6 +21,7 @@ from cdc_backfill.capture.debezium_landing import (
     snapshot_outcomes,
     waiting_batches,
 )
+from cdc_backfill.capture.publication import slot_exists
 from cdc_backfill.config import mask_url, source_engine
 
 SIGNAL_COLUMNS = ("id", "type", "data")  # Debezium reads a signal row's first three columns as these
@@ -35,14 +36,12 @@ def preflight(s: DebeziumSettings) -> None:
     try:
         with engine.connect() as conn:
             wal = conn.execute(sa.text("SHOW wal_level")).scalar()
-            slot = conn.execute(
-                sa.text("SELECT 1 FROM pg_replication_slots WHERE slot_name = :s"), {"s": s.slot}
-            ).first()
+            slot_there = slot_exists(conn, s.slot)
             inspector = sa.inspect(conn)
             _check_signal_table(inspector, s.signal_table)
             for coll in s.collections:
                 _check_collection(inspector, coll)
-        if slot is None and offsets_file(s.landing, s.name).exists():
+        if not slot_there and offsets_file(s.landing, s.name).exists():
             raise DebeziumRefused(
                 f"the replication slot {s.slot} is gone but {s.landing} holds the connector's offsets: "
                 "changes since its last run are lost to the stream. Re-snapshot what you need into a new "
@@ -53,7 +52,7 @@ def preflight(s: DebeziumSettings) -> None:
                 f"the source runs with wal_level={wal}: Debezium's PostgreSQL connector needs logical "
                 "(ALTER SYSTEM SET wal_level = logical, then restart the server)"
             )
-        _bind(engine, s, slot is not None)
+        _bind(engine, s, slot_there)
     except sa.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0]
         raise DebeziumRefused(f"cannot reach {mask_url(s.url)}: {reason}") from None

@@ -9,13 +9,12 @@ verify.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_backfill.config import mask_url
 from cdc_backfill.layout import landing_meta_file
 
-_PASSWORD = re.compile(r"^[a-z0-9+.\-]+://[^:/@]*:[^@]*@", re.IGNORECASE)
 DEBEZIUM_SLOT = "cdc_backfill_debezium"  # DebeziumSettings' default slot
 
 
@@ -31,7 +30,7 @@ def source_args(typed: str | None) -> tuple[list[str], str | None]:
     commands then read it from CDC_BACKFILL_SOURCE_URL."""
     if not typed:
         return [], None
-    if _PASSWORD.match(typed):
+    if mask_url(typed) != typed:  # it has a password
         return [], "export CDC_BACKFILL_SOURCE_URL='<the --source URL>' first: its password is not printed"
     return ["--source", typed], None
 
