@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdc_backfill.reconcile.runs import RunMeta, ingest_hint, stream_files, unmoved_json_reason
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.layout import rolls_dir
+from cdc_backfill.reconcile.runs import (
+    RunInput,
+    RunMeta,
+    ingest_hint,
+    landed_log_files,
+    next_meta,
+    stream_files,
+    unmoved_json_reason,
+)
 
 
 def test_a_landing_with_json_stream_files_is_refused_with_the_ingest_command(tmp_path: Path) -> None:
@@ -29,3 +39,23 @@ def test_a_state_written_by_a_release_that_read_json_still_plans() -> None:
     meta = RunMeta.from_json(doc)
     assert meta == RunMeta(frozenset({"c1"}), (5, 6))
     assert json.loads(json.dumps(meta.to_json())) == {"judged_chunks": ["c1"], "position": [5, 6]}
+
+
+def test_a_version_remembers_the_manifests_that_end_after_its_position(tmp_path: Path) -> None:
+    """The next run reads those again (their events of other collections are after the position): only
+    the manifests it has not read can hold late events, or anything new."""
+    rolls = rolls_dir(tmp_path)
+    rolls.mkdir(parents=True)
+    names = {m: position_key(p).hex() for m, p in {"a": (5,), "b": (9,), "c": (12,)}.items()}
+    for m, name in names.items():
+        (rolls / f"r{name}.json").write_text(json.dumps({"files": [f"s.t/v1/{m}.parquet"], "events": 2}))
+    landed = landed_log_files(tmp_path, (5,))
+    assert list(landed.manifests) == [names["b"], names["c"]] and landed.events == 4
+    meta = next_meta(RunInput("s.t", None), [], (7,), None, landed.manifests)
+    assert meta.manifests == {names["b"], names["c"]}  # both end after 7
+    assert RunMeta.from_json(json.loads(json.dumps(meta.to_json()))) == meta
+    assert next_meta(RunInput("s.t", None), [], (9,), None, landed.manifests).manifests == {names["c"]}
+    unread = landed.unread(meta)
+    assert (unread.files, unread.events) == ([], 0)
+    (rolls / f"r{position_key((10,)).hex()}.json").write_text(json.dumps({"files": ["s.t/v1/d.parquet"]}))
+    assert landed_log_files(tmp_path, (7,)).unread(meta).files == ["s.t/v1/d.parquet"]

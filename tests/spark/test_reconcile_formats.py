@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
+from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.runs import nothing_new
 from cdc_backfill.spark.ingest import ingest_landing
 from cdc_backfill.spark.job import LandingError, reconcile_landing
 from tests.spark.scripts import (
+    COLUMNS,
     ENCODERS,
     SCRIPTS,
+    Change,
     Encoder,
     Script,
     every_rule,
@@ -190,3 +195,38 @@ def test_a_value_never_fills_across_a_delete(spark, tmp_path: Path) -> None:  # 
     reconcile(spark, landing, state, enc)
     rows = spark.read.parquet(str(state / enc.collection / "current")).collect()
     assert [(r["id"], r["v"], r["big"], r["_cdc_unknown"]) for r in rows] == [(1, "moving", None, ["big"])]
+
+
+def test_late_events_are_only_those_landed_again(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A landed file whose last event is another table's is read again by the next run: its events of
+    this table are in the state already, not late. An event landed a second time is."""
+    enc = ENCODERS["debezium-postgresql"]
+    s = Script()
+    s.insert(1, "one")
+    s.insert(2, "two")
+    recs = [r for _, r in records(s, enc)]
+    other = Script()
+    other.changes = [Change("c", 9, {"id": 9, "v": "nine", "big": "B9"}, n=3)]  # after this table's
+    recs += [r for _, r in records(other, replace(enc, collection="s.u"))]
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    write_stream_file(landing, "1.jsonl", recs)
+    typed = ([PgColumn(c["name"], c["type"], c["type_oid"]) for c in COLUMNS], ["id"])
+    ingest_landing(
+        spark, landing, None, ColumnSources(landing, enc.signal, given={"s.t": typed, "s.u": typed})
+    )
+    assert reconcile(spark, landing, state, enc)["late_events_ignored"] == 0
+    n = len(s.changes) + 1  # past the other table's event
+    s.changes.append(Change("u", 1, {"id": 1, "v": "uno", "big": "B-one"}, n=n + 1))
+    s.truth[1]["v"] = "uno"
+    write_stream_file(landing, "2.jsonl", [r for p, r in records(s, enc) if p > n])
+    second = reconcile(spark, landing, state, enc)
+    assert (second["events_applied"], second["late_events_ignored"]) == (1, 0)
+    assert state_rows(spark, state, enc) == s.truth
+    assert nothing_new(landing, state, ["s.t"])  # 1.jsonl ends after the position, and was read
+    s.changes.append(Change("c", 3, {"id": 3, "v": "three", "big": "B3"}, n=n + 2))
+    s.truth[3] = s.changes[-1].row
+    # the first insert and the update delivered again, with a new event
+    write_stream_file(landing, "3.jsonl", recs[:1] + [r for p, r in records(s, enc) if p > n])
+    third = reconcile(spark, landing, state, enc)
+    assert (third["events_applied"], third["late_events_ignored"]) == (1, 2)
+    assert state_rows(spark, state, enc) == s.truth

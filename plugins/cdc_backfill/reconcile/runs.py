@@ -38,6 +38,10 @@ class RunMeta:
     position: tuple[int, ...] | None = None  # the state is complete up to here
     # the collection's snapshots, for the phantom rule (reconcile.phantoms)
     snapshots: dict[str, SnapshotTrack] = field(default_factory=dict, compare=True)
+    # roll manifests this version read that end after its position (they hold other collections' later
+    # events): the next run reads them again, and knows their events at or before the position are in
+    # the state already, not late
+    manifests: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -46,6 +50,8 @@ class RunMeta:
         }
         if self.snapshots:
             doc["snapshots"] = {s: t.to_json() for s, t in sorted(self.snapshots.items())}
+        if self.manifests:
+            doc["read_manifests"] = sorted(self.manifests)
         return doc
 
     @classmethod
@@ -56,6 +62,7 @@ class RunMeta:
             frozenset(doc.get("judged_chunks", doc.get("applied_chunks", ()))),  # the earlier name
             tuple(int(p) for p in pos) if pos is not None else None,
             {s: SnapshotTrack.from_json(s, t) for s, t in doc.get("snapshots", {}).items()},
+            frozenset(doc.get("read_manifests", ())),
         )
 
 
@@ -126,41 +133,57 @@ def next_meta(
     judged_now: Iterable[str],
     position: Iterable[int] | None,
     snapshots: dict[str, SnapshotTrack] | None = None,
+    manifests: Iterable[str] = (),
 ) -> RunMeta:
+    """``manifests``: the roll manifests the run read; those ending after the new position are kept."""
     pos = tuple(int(p) for p in position) if position is not None else None
     if run.meta.position is not None and (pos is None or pos < run.meta.position):
         pos = run.meta.position
     tracks = run.meta.snapshots if snapshots is None else snapshots
-    return RunMeta(run.meta.judged | frozenset(judged_now), pos, tracks)
+    floor = position_key(pos).hex() if pos is not None else None
+    after = frozenset(m for m in manifests if floor is None or m > floor)
+    return RunMeta(run.meta.judged | frozenset(judged_now), pos, tracks, after)
 
 
 class LandedLog(NamedTuple):
-    files: list[str]  # relative to the log folder
-    events: int  # of every collection, as the manifests count them
+    """The roll manifests after a position: each one's name (its last position's key, in hex), the log
+    files it names (relative to the log folder) and its events, of every collection."""
+
+    manifests: dict[str, tuple[list[str], int]]
+
+    @property
+    def files(self) -> list[str]:
+        return [f for files, _ in self.manifests.values() for f in files]
+
+    @property
+    def events(self) -> int:
+        return sum(events for _, events in self.manifests.values())
+
+    def unread(self, meta: RunMeta) -> LandedLog:
+        """The manifests a version with ``meta`` has not read."""
+        return LandedLog({m: v for m, v in self.manifests.items() if m not in meta.manifests})
 
 
 def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> LandedLog:
-    """The log files that roll manifests name and their events, only of manifests whose last position
-    is after ``after``: a manifest's name is its last position's key, in hex."""
+    """The roll manifests whose last position is after ``after``: a manifest's name is its last
+    position's key, in hex."""
     folder = rolls_dir(landing)
     if not folder.is_dir():
-        return LandedLog([], 0)
+        return LandedLog({})
     floor = position_key(tuple(after)).hex() if after is not None else None
-    files: list[str] = []
-    events = 0
+    out: dict[str, tuple[list[str], int]] = {}
     for manifest in sorted(folder.glob("r*.json")):
         if floor is not None and manifest.stem[1:] <= floor:
             continue
         doc = json.loads(manifest.read_text())
-        files += doc["files"]
-        events += doc.get("events", 0)
-    return LandedLog(files, events)
+        out[manifest.stem[1:]] = (list(doc["files"]), int(doc.get("events", 0)))
+    return LandedLog(out)
 
 
 def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
     """Whether a reconcile of ``collections`` would change nothing (file reads only, no Spark): every one
-    has a state, no READ chunk it has not judged, and no roll manifest holds events after its position.
-    Windows and phantom decisions move only with new events or chunks, so such a run writes the same
+    has a state, no READ chunk it has not judged, and no roll manifest it has not read ends after its
+    position. Windows and phantom decisions move only with new events or chunks, so such a run writes the same
     rows again."""
     names = list(collections)
     for coll in names:
@@ -168,6 +191,9 @@ def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
         if previous is None:
             return False
         run = plan_run(landing, coll, previous.resolve())
-        if run.chunks or run.meta.position is None or landed_log_files(landing, run.meta.position).events:
+        if run.chunks or run.meta.position is None:
+            return False
+        # manifests read by the previous run hold events of other collections only after its position
+        if landed_log_files(landing, run.meta.position).unread(run.meta).events:
             return False
     return bool(names)

@@ -94,10 +94,17 @@ def reconcile_landing(
         r, columns, key = item
         t0 = time.time()
         log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
-        files = manifests[r.meta.position].files
-        rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, files)
+        landed = manifests[r.meta.position]
+        rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, landed.files)
+        unread = landed.unread(r.meta)
+        # some read by the previous run too: only the others can hold late events
+        fresh = None
+        if len(unread.manifests) < len(landed.manifests):
+            fresh = run_rows(spark, landing, r, columns, key, signal_collection, unread.files)
         frames = read_run(spark, r, columns, key, signal_collection)
-        result = reconcile_run(r, rows, signals, frames, columns, key)
+        result = reconcile_run(
+            r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests
+        )
         log.info("%s: writing the state", r.collection)
         write_version(
             result.state, state_dir, r.collection, result.info, keep=keep_versions,

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,9 +115,15 @@ def reconcile_run(
     frames: RunFrames,
     columns: Sequence[PgColumn],
     key: Sequence[str],
+    *,
+    fresh: tuple[DataFrame, DataFrame] | None = None,
+    manifests: Iterable[str] = (),
 ) -> RunResult:
     """Previous state + new log rows after its position + carry + READs not judged yet -> the next
-    version. ``rows``/``signals``: the collection's and the signal collection's new log rows.
+    version. ``rows``/``signals``: the collection's and the signal collection's log rows of the roll
+    ``manifests`` ending after the state's position. ``fresh``: those of the manifests among them the
+    previous version did not read, where it read some (their rows at or before the position are in the
+    state; only the others' are late).
 
     A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues
     one over the new log rows (position, counts, truncates), one for the windows (collected: the
@@ -183,7 +189,7 @@ def reconcile_run(
     judged_by_snapshot = Counter(snapshot_of[c] for c in judged_now if snapshot_of.get(c))
     tracks = advance(run.meta.snapshots, marks, judged_by_snapshot)
     tracks, removals = decide(tracks, [c for c in columns if c.name in key])
-    meta = next_meta(run, judged_now, position_of(totals["top"]), tracks)
+    meta = next_meta(run, judged_now, position_of(totals["top"]), tracks, manifests)
     decided = {s for s, t in tracks.items() if t.decided is not None}
     # a window of a decided snapshot without a chunk file never gets one (an engine crash between its
     # close and the landing): it is not carried any further
@@ -205,6 +211,9 @@ def reconcile_run(
             F.count_if(F.col(PHANTOM) if gone is not None else F.lit(False)).alias("phantoms"),
         )
     ).drop(PHANTOM)
+    late = totals["late"]
+    if fresh is not None:
+        late = fresh[0].select(POSITION).unionByName(fresh[1].select(POSITION)).where(~is_new).count()
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0
     if judged is not None:
@@ -217,7 +226,8 @@ def reconcile_run(
         "position": list(meta.position) if meta.position is not None else None,
         "events_applied": totals["applied"],
         "deletes": totals["deletes"],
-        "late_events_ignored": totals["late"],  # at or before the previous state's position: in it
+        # landed after the previous run, at or before its position: redelivered, in the state already
+        "late_events_ignored": late,
         "reads": reads_total,
         "reads_applied": kept,
         "reads_dropped": dropped,
