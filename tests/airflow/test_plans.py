@@ -174,3 +174,15 @@ def test_a_form_is_normalised_once_into_a_typed_request() -> None:
     ):
         with pytest.raises(ValueError, match=message):
             plans.SnapshotRequest.from_form({**form, **bad})
+
+
+def test_a_difference_names_the_cli_repair_that_completes_it() -> None:
+    hint = plans.repair_hint("public.orders", "/data/state", "/data/lake", "cdc_source", None)
+    assert hint == (
+        "CDC_BACKFILL_SOURCE_URL=<connection cdc_source's URI> cdc-backfill verify --state /data/state "
+        "--collection public.orders --repair --wait --landing /data/lake"
+    )
+    # no connection: the workers' environment (or config file) names the source, as it does for the CLI
+    hint = plans.repair_hint("public.orders", "state dir", None, None, "ops.cdc_signal")
+    assert hint.endswith("--state 'state dir' --collection public.orders --repair --wait --landing LANDING "
+                         "--signal-table ops.cdc_signal")  # fmt: skip

@@ -1,6 +1,6 @@
 """A repair that completes, as a user types it: ``verify --repair`` prints the commands that finish it,
 each runs as printed and the last verify finds every range equal; ``verify --repair --wait`` runs them
-itself and exits 0 only then."""
+itself and exits 0 only then; a verify that finds a difference prints that command."""
 
 from __future__ import annotations
 
@@ -37,8 +37,13 @@ def test_a_repair_completes_as_printed_and_with_wait(fresh_db: str, tmp_path: Pa
 
     corrupt_one_row(tmp_path / "state", "public.orders")
     add_phantom(tmp_path / "state", "public.orders", fresh_db)
-    assert cli(tmp_path, *verify).returncode == 1
-    done = cli(tmp_path, *verify, "--repair", "--wait", "--landing", "lake")
+    differs = cli(tmp_path, *verify, "--landing", "lake")
+    assert differs.returncode == 1
+    # verify names the one command that repairs and waits: run as printed
+    hint = next(line for line in differs.stdout.splitlines() if line.startswith("repair it: "))
+    command = shlex.split(hint.removeprefix("repair it: "))
+    assert command[-4:] == ["--repair", "--wait", "--landing", "lake"], hint
+    done = cli(tmp_path, *command[1:])
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
     assert "every range equal" in done.stdout
 

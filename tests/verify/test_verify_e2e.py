@@ -78,6 +78,7 @@ def test_verify_finds_and_repairs_a_corrupted_row(fresh_db: str, tmp_path: Path,
     code, out = verify_here(capsys, fresh_db, state, "public.orders", "--json")
     assert code == 1
     report = json.loads(out)
+    assert report["repair_command"].endswith("--collection public.orders --repair --wait --landing LANDING")
     assert len(report["ranges"]) == 16
     bad, extra = range_of(report, victim), range_of(report, ghost)
     assert set(report["differing"]) == {bad, extra}

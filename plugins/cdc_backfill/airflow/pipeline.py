@@ -138,6 +138,7 @@ def snapshot_pipeline(
         task_id="verify",
         collections=pulled("validate", "collections"),
         state_dir=pulled("validate", "state_dir"),
+        landing_dir=pulled("validate", "landing_dir"),
         enabled=pulled("validate", "verify"),
         signal_id=pulled("validate", "signal_id"),
         source_conn_id=source_conn_id,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.progress import RangeProgress
 from cdc_backfill.snapshot.status import rollup
 from cdc_backfill.spark.submit import reconcile_command
+from cdc_backfill.verify.steps import repair_command
 
 ENGINES = ("native", "debezium")
 MAX_CHUNK_SIZE = CHUNK_MAX
@@ -277,3 +279,14 @@ def collection_outcome(ranges: Sequence[RangeProgress], paused: bool = False) ->
     rows = sum(r.rows_read for r in ranges)
     reason = "; ".join(sorted({r.reason for r in ranges if r.reason})) or None
     return Outcome(rollup((r.status for r in ranges), chunks, paused), chunks, rows, reason)
+
+
+def repair_hint(
+    collection: str, state_dir: str, landing_dir: str | None, conn_id: str | None, signal_table: str | None
+) -> str:
+    """The CLI command that repairs ``collection``'s differing ranges and waits for it, for a verify
+    task's failure: the connection's password stays in Airflow, so the command reads the source's URL
+    from the environment."""
+    command, _ = repair_command(None, landing_dir or "LANDING", state_dir, collection, signal_table)
+    env = f"CDC_BACKFILL_SOURCE_URL=<connection {conn_id}'s URI> " if conn_id else ""
+    return env + shlex.join(command)

@@ -76,12 +76,27 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     current = collection_dir(Path(args.state), args.collection) / CURRENT
     report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(current)})
     repaired = _repair(args, url, source, report) if args.repair else 0
+    hint = None
+    if not args.repair and not report.all_equal:
+        from cdc_backfill.verify.steps import repair_command
+
+        command, note = repair_command(
+            args.source, args.landing or "LANDING", args.state, args.collection, args.signal_table
+        )
+        hint = shlex.join(command) + (f"  ({note})" if note else "")
+        report.extra["repair_command"] = hint
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         from cdc_backfill.verify.compare import render
 
         print(render(report))
+        if hint:
+            print(f"repair it: {hint}")
+            if not args.landing:
+                print(
+                    "  (LANDING: the landing zone the capture writes to; give --landing to have it filled in)"
+                )
     if repaired:
         return repaired
     if args.wait and not report.all_equal:
@@ -194,7 +209,8 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument(
         "--landing",
         metavar="DIR",
-        help="with --repair: the landing zone, to print (or run) the commands whole",
+        help="the landing zone the capture writes to, to print (or, with --repair --wait, run) the repair's "
+        "commands whole",
     )
     p.add_argument(
         "--wait",

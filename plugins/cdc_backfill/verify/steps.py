@@ -47,6 +47,19 @@ def landing_engine(landing: Path) -> str:
     return "debezium" if DEBEZIUM_SLOT in slots and len(slots) == 1 else "native"
 
 
+def repair_command(
+    source: str | None, landing: str, state: str, collection: str, signal_table: str | None = None
+) -> tuple[list[str], str | None]:
+    """The one command that sends the repair of ``collection``'s differing ranges and runs the steps
+    that complete it (``verify --repair --wait``); what the user must know to run it."""
+    src, note = source_args(source)
+    sig = ["--signal-table", signal_table] if signal_table else []
+    return [
+        "cdc-backfill", "verify", *src, "--state", state, "--collection", collection,
+        "--repair", "--wait", "--landing", landing, *sig,
+    ], note  # fmt: skip
+
+
 def repair_steps(
     source: str | None,
     landing: str,

@@ -20,13 +20,16 @@ class CdcVerifyOperator(CdcOperator):
     stopped are not verified (their state is incomplete by request). Returns one report per collection.
     """
 
-    template_fields: Sequence[str] = ("collections", "state_dir", "enabled", "signal_id", "source_conn_id")
+    template_fields: Sequence[str] = (
+        "collections", "state_dir", "landing_dir", "enabled", "signal_id", "source_conn_id",
+    )  # fmt: skip
 
     def __init__(
         self,
         *,
         collections: Any,
         state_dir: Any,
+        landing_dir: Any = None,
         enabled: Any = True,
         signal_id: Any = None,
         ranges: int = 16,
@@ -38,6 +41,7 @@ class CdcVerifyOperator(CdcOperator):
         super().__init__(**kwargs)
         self.collections = collections
         self.state_dir = state_dir
+        self.landing_dir = landing_dir
         self.enabled = enabled
         self.signal_id = signal_id
         self.ranges = ranges
@@ -66,8 +70,15 @@ class CdcVerifyOperator(CdcOperator):
         for report in reports:
             self.log.info("verify %s: %s", report["collection"], report["verdict"])
             if not report["all_equal"]:
-                differing.append(f"{report['collection']} ranges {report['differing']}")
+                # the CLI's own repair: it sends the signal of these ranges and runs what completes it
+                report["repair_command"] = plans.repair_hint(
+                    report["collection"], str(self.state_dir), plans.optional_text(self.landing_dir),
+                    plans.optional_text(self.source_conn_id), plans.optional_text(self.signal_table),
+                )  # fmt: skip
+                differing.append(
+                    f"{report['collection']} ranges {report['differing']} (repair: {report['repair_command']})"
+                )
         if differing and self.fail_on_difference:
-            # a retry would find the same: a re-snapshot of the ranges (cdc-backfill verify --repair) fixes it
+            # a retry would find the same: the repair re-snapshots the ranges
             raise AirflowFailException(f"the state differs from the source: {'; '.join(differing)}")
         return reports
