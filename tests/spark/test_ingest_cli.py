@@ -117,3 +117,18 @@ def test_a_capture_goes_on_after_its_json_was_ingested_with_nothing_lost_or_twic
     assert run["collections"]["public.t"]["events_applied"] == 100 + 50 + 10 + 20
     got = keyed_state(spark.read.parquet(str(tmp_path / "state" / "public.t" / "current")).collect(), ["id"])
     assert got == source_state(fresh_db, "public.t", ["id"])
+
+
+def test_a_file_nothing_types_is_refused_before_spark_starts(tmp_path: Path) -> None:
+    """No catalog, no column-type file, no wrapper: refused from the file's first records, in the job's
+    words (a master no Spark could reach shows that none started), and nothing is written."""
+    record = {"key": {"id": 1}, "value": {"before": None, "after": {"id": 1, "name": "Ann"}, "op": "c",
+              "source": {"connector": "postgresql", "schema": "public", "table": "people", "lsn": 10}}}  # fmt: skip
+    (tmp_path / "people.jsonl").write_text(json.dumps(record) + "\n")
+    res = cli(tmp_path, "ingest", "--landing", "lake", "people.jsonl", "--master", "spark://127.0.0.1:1")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == (
+        "cdc-backfill ingest: no column types for public.people: give --source URL (its catalog), or "
+        "--column-types FILE naming each one's key and columns (README: ingest); nothing was ingested"
+    )
+    assert not (tmp_path / "lake" / "log").exists()

@@ -15,6 +15,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from cdc_backfill.cli.reconcile import submit_and_relay
     from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
     from cdc_backfill.ingest.columns import ColumnsError, read_column_types
+    from cdc_backfill.ingest.inputs import InputError
     from cdc_backfill.spark.submit import ingest_command, submit_environ
 
     def refuse(message: str) -> int:
@@ -27,10 +28,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if not args.inputs and not Path(args.landing).is_dir():
         return refuse(f"no landing zone at {args.landing}: give it, or the files to ingest into it")
     try:
-        if args.column_types:
-            read_column_types(Path(args.column_types))  # a bad file is refused before Spark starts
+        # a bad file is refused before Spark starts
+        given = read_column_types(Path(args.column_types)) if args.column_types else {}
         setting = resolve_source(args.source)
-    except (ColumnsError, ConfigError) as exc:
+        if setting is None and not args.print_command:  # a catalog types what it holds: the job asks it
+            _check_sample(args, given)
+    except (ColumnsError, ConfigError, InputError) as exc:
         return refuse(str(exc))
     Path(args.landing).mkdir(parents=True, exist_ok=True)
     cmd = ingest_command(
@@ -44,6 +47,20 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if setting is not None:
         env[SOURCE_URL_ENV] = setting.url  # not on the command line, where ps would show its password
     return submit_and_relay(cmd, env)
+
+
+def _check_sample(args: argparse.Namespace, given: dict) -> None:  # type: ignore[type-arg]
+    """The files' first records, typed by what the job would type them with (no catalog): a collection
+    nothing describes is refused now, not after Spark's start-up."""
+    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.precheck import check_sample
+    from cdc_backfill.layout import stream_dir
+
+    landing = Path(args.landing)
+    own = stream_dir(landing)
+    paths = [Path(p) for p in args.inputs] or ([own] if own.is_dir() and any(own.iterdir()) else [])
+    if paths:
+        check_sample(paths, ColumnSources(landing, args.signal_table, None, given))
 
 
 def add_ingest_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
