@@ -12,8 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.snapshot.faults import CRASH_ENV
+from cdc_backfill.snapshot.progress import PROGRESS_TABLE
+from tests.support.cli import cli, ok
 from tests.support.judge import assert_consistent
-from tests.support.pg import drain, send
+from tests.support.pg import drain, plain_url, send, sql
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
@@ -52,3 +54,29 @@ def test_killed_at_each_step_then_restarted(fresh_db: str, tmp_path: Path, step:
     for f in (landing / "snapshots").rglob("*.parquet"):
         pq.read_metadata(f)
     assert not list((landing / "snapshots").rglob(".*.part"))
+
+
+def test_a_killed_engine_shows_as_interrupted_in_signal_list_and_snapshot_status(
+    fresh_db: str, tmp_path: Path
+) -> None:
+    seed(fresh_db, orders=300, lines=10)
+    landing = tmp_path / "landing"
+    drain(fresh_db, landing)
+    sid = send(fresh_db, "public\\.orders", chunk_size=50)
+    assert run_engine(fresh_db, landing, crash="during-read:2").returncode == -signal.SIGKILL
+    # its last heartbeat, as it is a few minutes after the kill
+    sql(fresh_db, f"UPDATE {PROGRESS_TABLE} SET updated_at = updated_at - interval '5 minutes'")
+    url = plain_url(fresh_db)
+    listed = ok(cli(tmp_path, "signal", "list", "--source", url))
+    line = next(line for line in listed.splitlines() if line.startswith(sid))
+    assert " interrupted " in line and "`cdc-backfill snapshot run` goes on from the last chunk" in line, line
+    status = ok(cli(tmp_path, "snapshot", "status", "--source", url))
+    assert "interrupted" in status, status
+    # the engine run again finishes it
+    assert run_engine(fresh_db, landing).returncode == 0
+    line = next(
+        line
+        for line in ok(cli(tmp_path, "signal", "list", "--source", url)).splitlines()
+        if line.startswith(sid)
+    )
+    assert " done " in line, line

@@ -143,7 +143,8 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    views = _store(args).list()
+    store = _store(args)
+    views = _with_interrupted(store, store.list())
     if args.json:
         print(json.dumps([v.to_dict() for v in views], indent=2))
         return 0
@@ -167,6 +168,25 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6])
     return 0
+
+
+def _with_interrupted(store: Any, views: list[Any]) -> list[Any]:
+    """Signals whose engine died show as interrupted (the snapshot's heartbeat), not as what the engine
+    last wrote."""
+    import dataclasses
+
+    import sqlalchemy as sa
+
+    from cdc_backfill.snapshot.progress import ProgressStore
+    from cdc_backfill.snapshot.status import interrupted, summarize
+
+    progress = ProgressStore(store.engine, store.schema)
+    if not sa.inspect(store.engine).has_table(progress.table.name, schema=progress.table.schema):
+        return views
+    dead = interrupted(summarize(progress.ranges()))
+    return [
+        dataclasses.replace(v, status="interrupted", reason=dead[v.id]) if v.id in dead else v for v in views
+    ]
 
 
 def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

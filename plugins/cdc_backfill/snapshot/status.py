@@ -84,6 +84,16 @@ def summarize(
     return out
 
 
+def interrupted(statuses: Iterable[CollectionStatus]) -> dict[str, str]:
+    """The signals a collection of which is interrupted (its engine died), with the reason: the signal
+    table still says what the engine last wrote there."""
+    out: dict[str, str] = {}
+    for s in statuses:
+        if s.status == "interrupted" and s.signal_id not in out:
+            out[s.signal_id] = f"{s.collection}: {s.reason}"
+    return out
+
+
 def bar(done: int, total: int, width: int = 24) -> str:
     frac = 1.0 if total <= 0 else min(1.0, done / total)
     full = int(frac * width)
