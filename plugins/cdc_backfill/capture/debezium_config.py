@@ -30,6 +30,7 @@ CONNECTORS = {
 }
 DEFAULT_PORTS = {"postgresql": 5432, "sqlserver": 1433, "oracle": 1521, "mysql": 3306}
 WATERMARKING = ("insert_insert", "insert_delete")
+DEFAULT_SLOT = "cdc_backfill_debezium"  # PostgreSQL's slot and publication, unless told otherwise
 _SCHEMES = {
     "postgresql": "postgresql", "postgres": "postgresql", "mssql": "sqlserver", "sqlserver": "sqlserver",
     "oracle": "oracle", "mysql": "mysql", "mariadb": "mysql",
@@ -47,8 +48,8 @@ class DebeziumSettings:
     signal_table: str  # the signal table, named like the collections
     landing: Path
     name: str = "cdc_backfill"  # the connector's name and topic prefix
-    slot: str = "cdc_backfill_debezium"  # PostgreSQL
-    publication: str = "cdc_backfill_debezium"  # PostgreSQL
+    slot: str = DEFAULT_SLOT  # PostgreSQL
+    publication: str = DEFAULT_SLOT  # PostgreSQL
     chunk_size: int = 1024  # incremental.snapshot.chunk.size (Debezium's default)
     watermarking: str = "insert_insert"
     poll_ms: int = 500  # poll.interval.ms (Debezium's default): the idle time between two chunks

@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
 from cdc_backfill.config import require_source_url
 
 CAPTURE_EPILOG = """examples:
@@ -255,8 +256,8 @@ def _add_debezium_parser(kinds: argparse._SubParsersAction) -> None:  # type: ig
         help="default public.cdc_signal",
     )
     dbz.add_argument("--name", default="cdc_backfill", help="the connector's name and topic prefix")
-    dbz.add_argument("--slot", default="cdc_backfill_debezium", help="PostgreSQL replication slot")
-    dbz.add_argument("--publication", default="cdc_backfill_debezium", help="PostgreSQL publication")
+    dbz.add_argument("--slot", default=DEFAULT_SLOT, help="PostgreSQL replication slot")
+    dbz.add_argument("--publication", default=DEFAULT_SLOT, help="PostgreSQL publication")
     dbz.add_argument("--chunk-size", type=int, default=1024, help="rows per snapshot chunk (default 1024)")
     dbz.add_argument("--watermarking", choices=WATERMARKING, default="insert_insert")
     dbz.add_argument(

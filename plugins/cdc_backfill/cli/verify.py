@@ -75,7 +75,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         engine.dispose()
     current = collection_dir(Path(args.state), args.collection) / CURRENT
     report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(current)})
-    repaired = _repair(args, url, source, report) if args.repair else 0
+    repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
     hint = None
     if not args.repair and not report.all_equal:
         from cdc_backfill.verify.steps import repair_command
@@ -99,29 +99,29 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                 )
     if repaired:
         return repaired
-    if args.wait and not report.all_equal:
-        return _complete(args)
+    if args.wait and repair_id is not None:
+        return _complete(args, repair_id)
     return 0 if report.all_equal else 1
 
 
-def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> int:
-    """Send the repair signal; record it in the report. Returns 2 when it is refused, else 0."""
+def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> tuple[int, str | None]:
+    """Send the repair signal; record it in the report. (2 when it is refused, else 0; the signal's id,
+    None when nothing was sent)."""
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.verify.repair import send_repair
 
     if report.all_equal:
         report.extra["repair"] = None
         print("nothing to repair: every range is equal", file=sys.stderr)
-        return 0
+        return 0, None
     try:
         repair, signal_table = send_repair(
             url, args.signal_table, report.collection, source, report.differing
         )
     except SignalError as exc:
         print(f"repair refused: {exc}", file=sys.stderr)
-        return 2
+        return 2, None
     report.extra["repair"] = repair.to_dict()
-    args._repair_id = repair.signal.id
     scope = {
         "ranges": f"ranges {', '.join(map(str, report.differing))}",
         "span": f"ranges {report.differing[0]} to {report.differing[-1]} (the exact list did not fit the signal)",
@@ -145,7 +145,7 @@ def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Repo
                 "  (LANDING: the landing zone the capture writes to; give --landing to have it filled in)",
                 file=out,
             )
-    return 0
+    return 0, repair.signal.id
 
 
 def _steps(args: argparse.Namespace, signal_id: str):  # type: ignore[no-untyped-def]
@@ -158,12 +158,12 @@ def _steps(args: argparse.Namespace, signal_id: str):  # type: ignore[no-untyped
     )
 
 
-def _complete(args: argparse.Namespace) -> int:
+def _complete(args: argparse.Namespace, signal_id: str) -> int:
     """``--wait``: run the printed commands one after the other, as printed; the last one is verify, and
     its exit status is the repair's: 0 only when every range is equal."""
     import subprocess
 
-    steps = _steps(args, args._repair_id)
+    steps = _steps(args, signal_id)
     code = 1
     for c in steps.commands:
         print(f"repair: {shlex.join(c)}", file=sys.stderr, flush=True)

@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
 from cdc_backfill.config import mask_url
-from cdc_backfill.layout import landing_meta_file
-
-DEBEZIUM_SLOT = "cdc_backfill_debezium"  # DebeziumSettings' default slot
 
 
 @dataclass(frozen=True)
@@ -36,15 +34,14 @@ def source_args(typed: str | None) -> tuple[list[str], str | None]:
 
 
 def landing_engine(landing: Path) -> str:
-    """``debezium`` when the landing zone is bound to Debezium's slot, else ``native``."""
-    import json
+    """``debezium`` when the landing zone is bound to Debezium's slot alone, else ``native``."""
+    from cdc_backfill.capture.binding import SlotBindingError, read_landing_meta
 
-    path = landing_meta_file(landing)
     try:
-        slots = json.loads(path.read_text(encoding="utf-8")).get("slots", {})
-    except (OSError, ValueError):
+        slots = (read_landing_meta(landing) or {}).get("slots", {})
+    except SlotBindingError:  # the capture each step runs refuses it, in its own words
         return "native"
-    return "debezium" if DEBEZIUM_SLOT in slots and len(slots) == 1 else "native"
+    return "debezium" if DEFAULT_SLOT in slots and len(slots) == 1 else "native"
 
 
 def repair_command(
