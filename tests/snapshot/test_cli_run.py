@@ -3,11 +3,12 @@ names it with the reason; a run that read everything exits 0."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import cli
+from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow]
@@ -36,3 +37,18 @@ def test_a_failed_collection_fails_the_run(fresh_db: str, tmp_path: Path) -> Non
 
     again = cli(tmp_path, "snapshot", "run", "--once", "--source", url, "--landing", "lake")
     assert again.returncode == 0, again.stderr  # nothing new failed in this run
+
+
+def test_a_conditioned_snapshot_counts_the_rows_its_condition_selects(fresh_db: str, tmp_path: Path) -> None:
+    url = plain_url(fresh_db)
+    sql(
+        fresh_db,
+        "CREATE TABLE tiers (id int PRIMARY KEY, tier text)",
+        "INSERT INTO tiers SELECT i, CASE WHEN i % 4 = 0 THEN 'gold' ELSE 'basic' END FROM generate_series(1, 400) i",
+    )
+    snapshot_as_typed(
+        tmp_path, url, ["--collections", "public.tiers", "--condition", "tier = 'gold'", "--chunk-size", "30"]
+    )
+    [status] = json.loads(ok(cli(tmp_path, "snapshot", "status", "--source", url, "--json")))
+    # its progress's 100% is the 100 gold rows, not the table's 400
+    assert (status["status"], status["rows"], status["rows_estimate"]) == ("done", 100, 100), status

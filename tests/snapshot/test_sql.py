@@ -7,7 +7,14 @@ import sqlglot
 from sqlglot import exp
 
 from cdc_backfill.signals.conditions import SQLGLOT_DIALECTS
-from cdc_backfill.snapshot.sql import ChunkTable, boundary_select, chunk_select, compile_sql, max_key_select
+from cdc_backfill.snapshot.sql import (
+    ChunkTable,
+    boundary_select,
+    chunk_select,
+    compile_sql,
+    count_select,
+    max_key_select,
+)
 
 COMPOSITE = ChunkTable(
     "sales", "lines", ("order_id", "line_no", "qty"), ("order_id", "line_no"), ("bigint", "integer")
@@ -90,3 +97,12 @@ def test_a_colon_in_a_condition_is_text_not_a_bind_parameter() -> None:
     sql = compile_sql(stmt, "postgresql")
     assert "note = 'a :b' AND qty::int > 1" in sql
     assert "b" not in stmt.compile().params
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mssql", "oracle"])
+def test_the_rows_a_condition_selects_are_counted_for_the_progress(dialect: str) -> None:
+    sql = compile_sql(count_select(SINGLE, "status = 'a:b'"), dialect)
+    tree = parse(sql, dialect)
+    assert isinstance(tree, exp.Select) and "count(" in sql.lower()
+    assert tree.args["where"].sql(dialect=SQLGLOT_DIALECTS[dialect]) == "WHERE (status = 'a:b')"
+    assert "WHERE" not in compile_sql(count_select(SINGLE), dialect)

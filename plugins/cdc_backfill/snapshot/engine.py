@@ -239,14 +239,16 @@ class SnapshotEngine:
         self._mark(SNAPSHOT_START, START_SUFFIX, start_data(plan.collection, sig.id))
         log.info("%s: start row written", plan.collection)
         with self.engine.connect() as conn:
-            cut = plan_ranges(conn, shape.chunk_table(), self.dialect, self.readers, plan.chunk_size)
-        self.progress.plan(sig.id, plan.collection, cut.ranges, cut.estimate)
+            cut = plan_ranges(
+                conn, shape.chunk_table(), self.dialect, self.readers, plan.chunk_size, plan.condition
+            )
+        self.progress.plan(sig.id, plan.collection, cut.ranges, cut.to_read)
         if cut.empty:
             self._land_empty(sig, shape)
             self.progress.set_collection(sig.id, plan.collection, "done", "empty when the snapshot started")
         log.info(
-            "%s: largest key fixed, %s range(s) planned over ~%s rows",
-            plan.collection, len(cut.ranges), cut.estimate,
+            "%s: largest key fixed, %s range(s) planned over ~%s rows (%s to read)",
+            plan.collection, len(cut.ranges), cut.estimate, cut.to_read,
         )  # fmt: skip
         return self.progress.ranges(sig.id, plan.collection)
 

@@ -30,6 +30,12 @@ class RangePlan:
     ranges: list[Range]
     estimate: int  # rows, from a count when the collection started
     empty: bool  # no rows at all: nothing to read
+    selected: int | None = None  # of them, the rows the snapshot's condition selects (None: all)
+
+    @property
+    def to_read(self) -> int:
+        """The rows the snapshot expects to read: its progress's 100%."""
+        return self.estimate if self.selected is None else self.selected
 
 
 def range_count(readers: int, estimate: int, chunk_size: int) -> int:
@@ -40,8 +46,15 @@ def range_count(readers: int, estimate: int, chunk_size: int) -> int:
 
 
 def plan_ranges(
-    conn: sa.Connection, ct: ChunkTable, dialect: str, readers: int, chunk_size: int
+    conn: sa.Connection,
+    ct: ChunkTable,
+    dialect: str,
+    readers: int,
+    chunk_size: int,
+    condition: str | None = None,
 ) -> RangePlan:
+    """Ranges cut over the whole table's keys (a condition's rows may sit anywhere in it); the rows
+    ``condition`` selects counted apart, for the progress."""
     hi_row = conn.execute(sa.text(compile_sql(max_key_select(ct, dialect), dialect))).first()
     estimate = int(conn.execute(sa.text(compile_sql(count_select(ct), dialect))).scalar_one())
     ranges: list[Range] = []
@@ -65,7 +78,10 @@ def plan_ranges(
         ranges.append((NULL_RANGE, None, None))
     if not ranges:  # an empty table: nothing to read, done at once
         ranges.append((0, None, None))
-    return RangePlan(ranges, estimate, hi_row is None)
+    selected = None
+    if condition and hi_row is not None:
+        selected = int(conn.execute(sa.text(compile_sql(count_select(ct, condition), dialect))).scalar_one())
+    return RangePlan(ranges, estimate, hi_row is None, selected)
 
 
 def bind(stmt: Any, dialect: str) -> sa.TextClause:

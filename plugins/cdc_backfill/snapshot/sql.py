@@ -88,6 +88,13 @@ def _compare(cols: Sequence[sa.ColumnElement], vals: Sequence[sa.ColumnElement],
     return sa.or_(*terms)
 
 
+def condition_clause(condition: str) -> sa.TextClause:
+    """A signal's checked condition as a WHERE clause. text() reads ":name" as a bind parameter, also
+    inside a quoted literal ('a :b'): every colon is escaped, so the condition reaches the server exactly
+    as written ("::" casts included)."""
+    return sa.text("(" + condition.replace(":", "\\:") + ")")
+
+
 def chunk_select(
     t: ChunkTable,
     dialect: str,
@@ -121,9 +128,7 @@ def chunk_select(
         if upto:
             stmt = stmt.where(_compare(key_cols, _key_params(t, "hi", dialect), "<=", rv))
     if condition:
-        # text() reads ":name" as a bind parameter, also inside a quoted literal ('a :b'): escape every
-        # colon, so the checked condition reaches the server exactly as written ("::" casts included)
-        stmt = stmt.where(sa.text("(" + condition.replace(":", "\\:") + ")"))
+        stmt = stmt.where(condition_clause(condition))
     if not null_keys:
         stmt = stmt.order_by(*key_cols)
     if limit is not None:
@@ -158,8 +163,10 @@ def boundary_select(t: ChunkTable, dialect: str, *, after: bool, step: int) -> s
     return stmt.order_by(*key_cols).offset(step - 1).limit(1)
 
 
-def count_select(t: ChunkTable) -> sa.Select:  # type: ignore[type-arg]
-    return sa.select(sa.func.count()).select_from(t.table())
+def count_select(t: ChunkTable, condition: str | None = None) -> sa.Select:  # type: ignore[type-arg]
+    """The table's rows, or those ``condition`` selects."""
+    stmt = sa.select(sa.func.count()).select_from(t.table())
+    return stmt.where(condition_clause(condition)) if condition else stmt
 
 
 def compile_sql(stmt: sa.ClauseElement, dialect: str) -> str:
