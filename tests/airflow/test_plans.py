@@ -8,6 +8,7 @@ import pytest
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.schedules import ScheduleError, parse_schedules
+from cdc_backfill.capture.fence import stream_passed
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.snapshot.progress import RangeProgress
 
@@ -66,10 +67,10 @@ def test_reconcile_submit_is_the_cli_command_cut_for_spark_submit_operator() -> 
 
 
 def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:
-    assert not plans.stream_passed((0, 0), 100)
-    assert not plans.stream_passed((99, 120), 100)  # a commit before the fence (its changes may be later)
-    assert plans.stream_passed((100, 90), 100)  # the fence's own commit
-    assert plans.stream_passed((101, 90), 100)
+    assert not stream_passed((0, 0), 100)
+    assert not stream_passed((99, 120), 100)  # a commit before the fence (its changes may be later)
+    assert stream_passed((100, 90), 100)  # the fence's own commit
+    assert stream_passed((101, 90), 100)
     assert (
         plans.fence_target(
             [{"fence_lsn": 5}, {"fence_lsn": 9}, None, {"status": "debezium", "fence_lsn": None}]

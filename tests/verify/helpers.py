@@ -65,12 +65,18 @@ def range_of(report: Report, contains) -> int:  # type: ignore[no-untyped-def]
     return hits[0]
 
 
-def corrupt_one_row(state: Path, collection: str) -> int:
-    """Change one non-key value of one row in the current Parquet of the state, by hand; return its id."""
+def corrupt_one_row(state: Path, collection: str, victim: int | None = None) -> int:
+    """Change one non-key value of one row (``victim``'s, else one in the middle of a file) in the
+    current Parquet of the state, by hand; return its id."""
     current = state / collection / "current"
-    part = next(p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 0)
+    parts = [p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 0]
+    if victim is not None:
+        part = next(p for p in parts if victim in pq.read_table(p, columns=["id"]).column("id").to_pylist())
+        row = pq.read_table(part, columns=["id"]).column("id").to_pylist().index(victim)
+    else:
+        part = parts[0]
+        row = pq.read_metadata(part).num_rows // 2
     table = pq.read_table(part)
-    row = table.num_rows // 2
     victim = table.column("id")[row].as_py()
     status = table.column("status").to_pylist()
     status[row] = status[row] + "-corrupted"

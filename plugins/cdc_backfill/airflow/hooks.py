@@ -181,23 +181,15 @@ class CdcSourceHook(BaseHook):
     # ------------------------------------------------------------ the stream
 
     def emit_fence(self, label: str) -> int:
-        """Write a fence into the stream: a transactional logical-decoding message, committed now, after
-        everything this process committed before (the close watermarks). Returns the message's LSN."""
-        import sqlalchemy as sa
-
-        from cdc_backfill.airflow.plans import FENCE_PREFIX
-        from cdc_backfill.events.positions import pg_lsn
+        """Write a fence into the stream (``capture.fence``), after everything this process committed
+        before (the close watermarks). Returns the message's LSN."""
+        from cdc_backfill.capture.fence import emit_fence
 
         engine = source_engine(self.require_source_url())
         try:
-            with engine.begin() as conn:
-                lsn = conn.execute(
-                    sa.text("SELECT pg_logical_emit_message(true, :p, :m)::text"),
-                    {"p": FENCE_PREFIX, "m": label},
-                ).scalar_one()
+            return emit_fence(engine, label)
         finally:
             engine.dispose()
-        return pg_lsn(lsn)
 
     def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
         """Run Debezium's connector (embedded, in this process) until everything committed so far has

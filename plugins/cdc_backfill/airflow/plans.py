@@ -23,7 +23,6 @@ ENGINES = ("native", "debezium")
 MAX_CHUNK_SIZE = CHUNK_MAX
 MAX_READERS = 16  # per collection: each reader holds a connection and a chunk
 CAPTURES = ("drain", "external", "debezium")
-FENCE_PREFIX = "cdc_backfill.fence"  # logical-decoding message prefix of a fence
 FINISHED = ("done", "stopped", "failed")
 
 
@@ -167,19 +166,6 @@ def reconcile_submit(
 
 
 # ---------------------------------------------------------------- the stream and its fences
-
-
-def stream_passed(landed: tuple[int, int], fence_lsn: int) -> bool:
-    """Has the landed stream passed a fence?
-
-    A fence is a transactional logical-decoding message written in a transaction of its own after a
-    collection's last close watermark committed. ``fence_lsn`` is what ``pg_logical_emit_message``
-    returned: the end of the message record, which is where the fence's commit record starts (the commit
-    LSN the capture records, and names its files by). A landed commit at or beyond it is the fence's or a
-    later one, and the capture lands transactions in commit order: every watermark committed before the
-    fence has landed.
-    """
-    return landed[0] >= fence_lsn
 
 
 def fence_target(snapshots: Iterable[Any]) -> int | None:

@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger, debezium_reported, debezium_scan, landed
+from cdc_backfill.capture.fence import stream_passed
 
 
 class CdcWindowsClosedSensor(BaseSensorOperator):
@@ -104,7 +105,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
             return True
         position = landed(str(self.landing_dir))
         self.log.info("landed up to commit %s; fence at %s", position[0], fence)
-        return plans.stream_passed(position, fence)
+        return stream_passed(position, fence)
 
     def execute(self, context: Context) -> Any:
         if not self.deferrable:

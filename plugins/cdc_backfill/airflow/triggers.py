@@ -12,6 +12,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from cdc_backfill.airflow import plans
+from cdc_backfill.capture.fence import stream_passed
 
 
 def landed(landing: str) -> tuple[int, int]:
@@ -101,7 +102,7 @@ class CdcWindowsClosedTrigger(BaseTrigger):
                 self.log.info("Debezium windows: %s opened, %s open", scan.windows, len(scan.open_ids))
             else:
                 position = await asyncio.to_thread(landed, self.landing_dir)
-                if self.fence_lsn is None or plans.stream_passed(position, self.fence_lsn):
+                if self.fence_lsn is None or stream_passed(position, self.fence_lsn):
                     yield TriggerEvent({"status": "passed", "landed": list(position)})
                     return
                 self.log.info("landed up to commit %s; waiting for one past %s", position[0], self.fence_lsn)

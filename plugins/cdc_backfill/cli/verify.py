@@ -20,10 +20,11 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.layout import CURRENT, collection_dir
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
 
 if TYPE_CHECKING:
@@ -53,7 +54,9 @@ printed), 3 the source cannot be reached. --ranges: 1 to {MAX_RANGES:,}.
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from cdc_backfill.spark.verify import verify_collection
+    from cdc_backfill.capture.publication import CaptureError
+    from cdc_backfill.spark.job import LandingError
+    from cdc_backfill.spark.verify_at import verify_collections
     from cdc_backfill.verify import VerifyError
 
     if args.wait and not (args.repair and args.landing):
@@ -66,15 +69,23 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     state = Path(args.state).absolute()
     url = require_source_url(args.source)
     engine = source_engine(url, pool_pre_ping=True)
+    landing, catch_up, not_exact = _stream(args, url, state)
     try:
-        source, report = verify_collection(engine, state, args.collection, args.ranges, args.master)
-    except VerifyError as exc:
+        [done] = verify_collections(
+            url, engine, state, [args.collection], args.ranges, landing=landing, catch_up=catch_up,
+            not_exact=not_exact, signal_collection=args.signal_table or DEFAULT_SIGNAL_COLLECTION,
+            master=args.master,
+        )  # fmt: skip
+    except (VerifyError, CaptureError, LandingError) as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
         return 2
     finally:
         engine.dispose()
+    source, report = done.source, done.report
     current = collection_dir(Path(args.state), args.collection) / CURRENT
-    report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(current)})
+    report = dataclasses.replace(
+        report, extra={"source": mask_url(url), "state": str(current), **report.extra}
+    )
     repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
     hint = None
     if not args.repair and not report.all_equal:
@@ -102,6 +113,23 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if args.wait and repair_id is not None:
         return _complete(args, repair_id)
     return 0 if report.all_equal else 1
+
+
+def _stream(args: argparse.Namespace, url: str, state: Path) -> tuple[Path | None, Any, str | None]:
+    """(the landing, how to make it pass a position, why verify is not at one position): the landing
+    given, else the one the state's last reconcile read; drained, or waited for while a capture follows."""
+    from cdc_backfill.capture.catch_up import CatchUpError, catch_up_native
+    from cdc_backfill.reconcile.runs import last_landing
+
+    landing = Path(args.landing).absolute() if args.landing else last_landing(state)
+    if landing is None:
+        return None, None, "no landing zone: give --landing DIR to verify both at one position"
+    if not url.startswith(("postgresql", "postgres")):
+        return landing, None, "only a PostgreSQL source gives a snapshot at an exact position"
+    try:
+        return landing, catch_up_native(url, landing, args.signal_table), None
+    except CatchUpError as exc:
+        return landing, None, str(exc)
 
 
 def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> tuple[int, str | None]:

@@ -24,6 +24,7 @@ from cdc_backfill.layout import (
     STREAM_SUFFIXES,
     current_path,
     rolls_dir,
+    runs_dir,
     snapshot_dir,
     stream_dir,
 )
@@ -178,6 +179,19 @@ def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> Lande
         doc = json.loads(manifest.read_text())
         out[manifest.stem[1:]] = (list(doc["files"]), int(doc.get("events", 0)))
     return LandedLog(out)
+
+
+def last_landing(state: Path) -> Path | None:
+    """The landing zone the state's last reconcile read, if it still exists (``_runs/``)."""
+    folder = runs_dir(state)
+    for path in sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else ():
+        try:
+            landing = json.loads(path.read_text()).get("landing")
+        except (OSError, ValueError):
+            continue
+        if landing:
+            return Path(landing) if Path(landing).is_dir() else None
+    return None
 
 
 def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:

@@ -133,7 +133,9 @@ def reconcile_landing(
     out_dir = runs_dir(state_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
-    (out_dir / f"{stamp}.json").write_text(json.dumps(summary, indent=2))
+    # the landing beside the run: verify finds the events after the state's position there
+    record = {**summary, "landing": str(landing.resolve())}
+    (out_dir / f"{stamp}.json").write_text(json.dumps(record, indent=2))
     return summary
 
 

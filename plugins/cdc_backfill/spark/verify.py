@@ -163,26 +163,31 @@ def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -
     from pyspark.sql import SparkSession
 
     from cdc_backfill.spark.session import build_session
+
+    existing = SparkSession.getActiveSession()
+    spark = build_session("cdc_backfill_verify", master=master)
+    try:
+        return compare_frame(spark.read.parquet(str(current)), source)
+    finally:
+        if existing is None:
+            spark.stop()
+
+
+def compare_frame(state: DataFrame, source: SourceSide) -> Report:
+    """A state's rows (a version read, or one computed: ``spark.verify_at``) against the source's ranges."""
     from cdc_backfill.verify import VerifyError
     from cdc_backfill.verify.compare import RangeStats, compare
     from cdc_backfill.verify.forms import visible
 
     table = source.table
-    existing = SparkSession.getActiveSession()
-    spark = build_session("cdc_backfill_verify", master=master)
-    try:
-        state = spark.read.parquet(str(current))
-        in_state = {f.name for f in state.schema.fields if not f.name.startswith("_cdc_")}
-        in_source = {c.name for c in visible(table.columns)}
-        if in_state != in_source:
-            raise VerifyError(
-                f"the columns differ: only in the source {sorted(in_source - in_state)}, only in the state "
-                f"{sorted(in_state - in_source)}; a re-snapshot cannot change that: rebuild the state"
-            )
-        rows = range_stats(state, table.columns, table.key, source.ranges).collect()
-    finally:
-        if existing is None:
-            spark.stop()
+    in_state = {f.name for f in state.schema.fields if not f.name.startswith("_cdc_")}
+    in_source = {c.name for c in visible(table.columns)}
+    if in_state != in_source:
+        raise VerifyError(
+            f"the columns differ: only in the source {sorted(in_source - in_state)}, only in the state "
+            f"{sorted(in_state - in_source)}; a re-snapshot cannot change that: rebuild the state"
+        )
+    rows = range_stats(state, table.columns, table.key, source.ranges).collect()
     stats = {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
     return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
 

@@ -126,6 +126,15 @@ def render(report: Report) -> str:
     lines.append("")
     lines.append(
         f"{report.collection} (key {', '.join(report.key)}): {s['source_rows']:,} rows in the source, "
-        f"{s['state_rows']:,} in the state; {verdict}"
+        f"{s['state_rows']:,} in the state{_when(report)}; {verdict}"
     )
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _when(report: Report) -> str:
+    """As of when the two sides were read: one position (exact), or the source now (not exact)."""
+    if report.extra.get("position"):
+        return f", both as of position {report.extra['position']}"
+    if report.extra.get("not_at_position"):
+        return " (the source read now, the state as of its last reconcile)"
+    return ""

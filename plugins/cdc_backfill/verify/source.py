@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -18,6 +18,9 @@ from cdc_backfill.verify.compare import RangeStats
 from cdc_backfill.verify.forms import visible
 from cdc_backfill.verify.ranges import Bound, KeyRange, boundary_rows, key_ranges
 from cdc_backfill.verify.sql import boundaries_sql, count_sql, settings_statements, stats_sql
+
+if TYPE_CHECKING:
+    from cdc_backfill.pg.exported import ExportedSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +64,14 @@ def read_table(conn: sa.Connection, collection: str) -> SourceTable:
     return SourceTable(collection, schema, name, tuple(visible(columns)), tuple(by_name[k] for k in pk))
 
 
-def read_source(engine: sa.Engine, collection: str, ranges: int) -> SourceSide:
-    """Boundaries for ``ranges`` ranges and each range's row count and hash, from one snapshot."""
+def read_source(
+    engine: sa.Engine, collection: str, ranges: int, snapshot: ExportedSnapshot | None = None
+) -> SourceSide:
+    """Boundaries for ``ranges`` ranges and each range's row count and hash, from one snapshot: the one
+    exported at an exact position when given (``pg.exported``), else the transaction's own."""
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+        if snapshot is not None:
+            _run(conn, snapshot.import_statement())  # first: before any query of the transaction
         for stmt in settings_statements():
             _run(conn, stmt)
         table = read_table(conn, collection)

@@ -22,7 +22,7 @@ class CdcSnapshotOperator(CdcOperator):
     The engine logs every chunk (``... chunk 12: low watermark written``, ``high watermark written``,
     ``rows landed``); this task also logs a progress line every ``heartbeat_seconds`` while it waits, so
     a long snapshot shows it is alive. After the last chunk it writes a fence into the stream (see
-    :func:`cdc_backfill.airflow.plans.stream_passed`) and returns it with the counts. A stopped collection
+    :func:`cdc_backfill.capture.fence.stream_passed`) and returns it with the counts. A stopped collection
     ends the task as skipped; a failed one fails it with the engine's reason. In ``engine: debezium`` mode
     Debezium reads the table: the task returns at once.
     """

@@ -1,0 +1,105 @@
+"""Make a landing zone hold the stream past a position (verify at a position needs the events before
+it): drain the landing's slot, as its capture would; or, while another capture follows that slot, write
+a fence and wait until that capture has landed it."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cdc_backfill.capture.binding import read_landing_meta
+from cdc_backfill.capture.debezium_config import DEFAULT_SLOT as DEBEZIUM_SLOT
+from cdc_backfill.capture.fence import emit_fence, stream_passed
+from cdc_backfill.capture.landing import landed_position
+from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, CaptureError, SlotInUse
+
+log = logging.getLogger(__name__)
+
+FOLLOW_TIMEOUT = 300.0  # seconds a following capture gets to land the fence
+
+
+class CatchUpError(CaptureError):
+    """The landing did not reach the position: the message says why and what to run."""
+
+
+def native_slot(landing: Path) -> str | None:
+    """The native capture's slot the landing is bound to; None when it has none (a Debezium landing,
+    or one no capture wrote)."""
+    slots = [s for s in (read_landing_meta(landing) or {}).get("slots", {}) if s != DEBEZIUM_SLOT]
+    if len(slots) > 1:
+        raise CatchUpError(f"{landing} is bound to the slots {', '.join(sorted(slots))}: drain it yourself")
+    return slots[0] if slots else None
+
+
+def wait_for_fence(url: str, landing: Path, timeout: float = FOLLOW_TIMEOUT, poll: float = 1.0) -> None:
+    """Write a fence and wait until the landing holds it (a capture follows the slot)."""
+    from cdc_backfill.config import source_engine
+
+    engine = source_engine(url)
+    try:
+        fence = emit_fence(engine, "verify")
+    finally:
+        engine.dispose()
+    deadline = time.monotonic() + timeout
+    while not stream_passed(landed_position(landing), fence):
+        if time.monotonic() > deadline:
+            raise CatchUpError(
+                f"{landing} did not receive the stream up to now within {timeout:.0f} s: is the capture "
+                "that follows its slot running? (`cdc-backfill capture status --landing ...`)"
+            )
+        time.sleep(poll)
+
+
+def published_patterns(url: str, publication: str) -> list[str]:
+    """The publication's tables as exact ``--collections`` patterns: a drain then adds none."""
+    import sqlalchemy as sa
+
+    from cdc_backfill.config import source_engine
+
+    engine = source_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = :p"),
+                {"p": publication},
+            ).all()
+    finally:
+        engine.dispose()
+    return [re.escape(f"{s}.{t}") for s, t in rows]
+
+
+def drain_landing(url: str, landing: Path, slot: str, signal_table: str | None = None) -> None:
+    """A drain of ``slot`` into ``landing``'s typed log, as its capture runs it (the tables its
+    publication holds)."""
+    from cdc_backfill.capture.typed import TypedPostgresCapture
+
+    patterns = published_patterns(url, DEFAULT_PUBLICATION) or None
+    capture = TypedPostgresCapture(url, landing, slot=slot, collections=patterns, signal_table=signal_table)
+    stats = capture.run()
+    log.info("drained %s: %s events", landing, stats.events)
+
+
+def catch_up_native(
+    url: str, landing: Path, signal_table: str | None = None, timeout: float = FOLLOW_TIMEOUT
+) -> Callable[[int], None]:
+    """``catch_up`` for verify at a position: drain the landing's slot, or wait for its following
+    capture. Raises CatchUpError for a landing no native capture writes."""
+    from cdc_backfill.reconcile.runs import stream_files
+
+    slot = native_slot(landing)
+    if slot is None:
+        raise CatchUpError(f"{landing} is not written by `cdc-backfill capture postgres`")
+    if stream_files(landing):
+        raise CatchUpError(f"{landing} holds JSON stream files: `cdc-backfill ingest` them first")
+
+    def catch_up(position: int) -> None:
+        try:
+            drain_landing(url, landing, slot, signal_table)  # its marker is written after the position
+        except SlotInUse:
+            log.info("slot %s is followed by a capture: waiting for it to land a fence", slot)
+            wait_for_fence(url, landing, timeout)
+
+    return catch_up

@@ -1,0 +1,157 @@
+"""Verify at one position while writers run (PostgreSQL): the source and the state compared as of the
+same position P, so that a range differs only when the state is wrong.
+
+1. A snapshot of the source is exported at P (``pg.exported``); every collection's ranges are counted
+   and hashed inside it, however long that takes.
+2. ``catch_up(P)`` makes the landing zone hold the stream past P (a drain, or a wait for the capture
+   that follows the slot).
+3. The state advanced to P: the current version plus the log's events before P (and the READ chunks
+   whose windows closed before P), computed as a reconcile would and hashed, never written: verify
+   leaves the state as it found it.
+
+The state must not be past P already (a reconcile that ran after step 1 started): that is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc_backfill.eventlog.schema import POSITION
+from cdc_backfill.reconcile.columns import collection_columns
+from cdc_backfill.reconcile.runs import landed_log_files, plan_run
+from cdc_backfill.spark.job import run_rows
+from cdc_backfill.spark.positions import key_literal
+from cdc_backfill.spark.runs import read_run, reconcile_run
+from cdc_backfill.spark.state import current_path
+from cdc_backfill.spark.verify import compare_frame, no_state_reason
+from cdc_backfill.verify import VerifyError
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from cdc_backfill.verify.compare import Report
+    from cdc_backfill.verify.source import SourceSide
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AtPosition:
+    source: SourceSide
+    report: Report
+
+
+def before(position: int) -> object:
+    """Log rows of transactions that committed before P: those the exported snapshot sees."""
+    return F.col(POSITION) < key_literal((position,))
+
+
+def state_at(
+    spark: SparkSession,
+    landing: Path,
+    state_dir: Path,
+    collection: str,
+    position: int,
+    signal_collection: str,
+) -> tuple[DataFrame, Callable[[], None]]:
+    """The collection's state advanced to P, and what releases what computing it cached."""
+    previous = current_path(state_dir, collection)
+    if previous is None:
+        raise VerifyError(no_state_reason(state_dir, collection))
+    run = plan_run(landing, collection, previous.resolve())
+    if run.meta.position is not None and run.meta.position >= (position,):
+        raise VerifyError(
+            f"{collection}: the state is past the position verify read the source at (a reconcile ran "
+            "meanwhile): verify again"
+        )
+    columns, key = collection_columns(landing, collection)
+    files = landed_log_files(landing, run.meta.position).files
+    rows, signals = run_rows(spark, landing, run, columns, key, signal_collection, files)
+    frames = read_run(spark, run, columns, key, signal_collection)
+    result = reconcile_run(
+        run, rows.where(before(position)), signals.where(before(position)), frames, columns, key
+    )
+    return result.state, result.release
+
+
+def verify_at_position(
+    url: str,
+    engine: sa.Engine,
+    landing: Path,
+    state_dir: Path,
+    collections: Sequence[str],
+    ranges: int,
+    catch_up: Callable[[int], None],
+    signal_collection: str,
+    master: str = "local[*]",
+) -> list[AtPosition]:
+    """Each collection's report, the source and the state both as of one exported position."""
+    from cdc_backfill.pg.exported import exported_snapshot
+    from cdc_backfill.spark.session import build_session
+    from cdc_backfill.verify.source import read_source
+
+    for coll in collections:  # before the source is read: a typo is named at once
+        if current_path(state_dir, coll) is None:
+            raise VerifyError(no_state_reason(state_dir, coll))
+    with exported_snapshot(url) as snapshot:
+        log.info("reading the source as of %s", snapshot.lsn)
+        sources = {c: read_source(engine, c, ranges, snapshot) for c in collections}
+    catch_up(snapshot.position)
+    existing = SparkSession.getActiveSession()
+    spark = build_session("cdc_backfill_verify", master=master)
+    out = []
+    try:
+        for coll in collections:
+            state, release = state_at(spark, landing, state_dir, coll, snapshot.position, signal_collection)
+            try:
+                report = compare_frame(state, sources[coll])
+            finally:
+                release()
+            report = replace(report, extra={**report.extra, "position": snapshot.lsn})
+            out.append(AtPosition(sources[coll], report))
+    finally:
+        if existing is None:
+            spark.stop()
+    return out
+
+
+def verify_collections(
+    url: str,
+    engine: sa.Engine,
+    state_dir: Path,
+    collections: Sequence[str],
+    ranges: int,
+    *,
+    landing: Path | None,
+    catch_up: Callable[[int], None] | None,
+    not_exact: str | None = None,
+    signal_collection: str,
+    master: str = "local[*]",
+) -> list[AtPosition]:
+    """What the CLI, the DAG's verify task and the repair call: at one position when there is a way to
+    make the landing pass it (``catch_up``), else the source read now against the state as it is, each
+    report saying so (``not_at_position``: ``not_exact``, or why the source could not export a position).
+    """
+    from cdc_backfill.pg.exported import ExportError
+    from cdc_backfill.spark.verify import verify_collection
+
+    if catch_up is not None and landing is not None:
+        try:
+            return verify_at_position(
+                url, engine, landing, state_dir, collections, ranges, catch_up, signal_collection, master
+            )
+        except ExportError as exc:
+            not_exact = str(exc)
+    out = []
+    for coll in collections:
+        source, report = verify_collection(engine, state_dir, coll, ranges, master)
+        extra = {**report.extra, "not_at_position": not_exact or "no landing zone to read the stream from"}
+        out.append(AtPosition(source, replace(report, extra=extra)))
+    return out
