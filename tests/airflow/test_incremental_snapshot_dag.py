@@ -1,5 +1,6 @@
-"""cdc_incremental_snapshot under dag.test(): real PostgreSQL with writers running during the snapshot,
-spark-submit of the reconcile on local Spark, and verify finding the state equal to the source."""
+"""cdc_incremental_snapshot under dag.test(): real PostgreSQL with writers running throughout (the
+snapshot, the reconcile, verify), spark-submit of the reconcile on local Spark, and verify finding the
+state equal to the source at one position; the same verify task names the range of a row changed by hand."""
 
 from __future__ import annotations
 
@@ -8,31 +9,35 @@ from pathlib import Path
 import pytest
 
 from tests.airflow.conftest import load_dag
+from tests.support.cli import cli, ok
 from tests.support.judge import assert_state_is_source, overlap
-from tests.support.pg import InWindow
+from tests.support.pg import InWindow, plain_url, sql
 from tests.support.workload import Writers, seed
+from tests.verify.helpers import corrupt_one_row
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
 TABLES = ("public.orders", "public.lines")
+QUIET = 10_000_000  # a key no writer touches (writers keep to ids up to 8,000; its doc is NULL)
 
 
 def test_snapshot_dag_with_writers_ends_with_verify_equal(
     airflow_db: str, fresh_db: str, source_conn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
     from cdc_backfill.airflow.engine import ScopedSnapshotEngine
-    from cdc_backfill.airflow.operators import CdcCaptureDrainOperator
+    from cdc_backfill.airflow.operators import CdcVerifyOperator
 
     seed(fresh_db, orders=400, lines=400)
+    sql(fresh_db, f"INSERT INTO orders VALUES ({QUIET}, 'quiet', 1, NULL)")
     writers = Writers(fresh_db, seed_value=8).start()
-    drain_execute = CdcCaptureDrainOperator.execute
     engine_init = ScopedSnapshotEngine.__init__
+    verify_execute = CdcVerifyOperator.execute
 
-    def stop_writers_then_drain(self, context):  # type: ignore[no-untyped-def]
-        # the writers run through validate, signal and every chunk; they stop before the final drain so
-        # that the source holds still for verify
-        writers.stop()
-        return drain_execute(self, context)
+    def verify_while_writing(self, context):  # type: ignore[no-untyped-def]
+        writers.wait_for_changes(20)  # the source has moved on since the reconcile's position
+        return verify_execute(self, context)
 
     def writers_in_every_window(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         # each snapshot task's engine waits inside every window for a writer's change: the overlap is
@@ -40,7 +45,7 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
         engine_init(self, *args, **kwargs)
         self.window_hook = InWindow(fresh_db, action=None, writers=writers)
 
-    monkeypatch.setattr(CdcCaptureDrainOperator, "execute", stop_writers_then_drain)
+    monkeypatch.setattr(CdcVerifyOperator, "execute", verify_while_writing)
     monkeypatch.setattr(ScopedSnapshotEngine, "__init__", writers_in_every_window)
     landing, state = tmp_path / "lake", tmp_path / "state"
     dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
@@ -56,9 +61,22 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
                 "verify": True,
             }
         )
+        states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
+        assert run.state == "success", states
+        # the verify task again, writers still running, after one row of the state was changed by hand
+        corrupt_one_row(state, "public.orders", QUIET)
+        writers.wait_for_changes(20)
+        task = CdcVerifyOperator(
+            task_id="verify_again", collections=list(TABLES), state_dir=str(state), landing_dir=str(landing),
+            source_conn_id=source_conn,
+        )  # fmt: skip
+        with pytest.raises(AirflowFailException) as failed:
+            verify_execute(task, {})
     finally:
         writers.stop()
-    states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
+    message = str(failed.value)
+    assert message.startswith("the state differs from the source: public.orders at position "), message
+    assert "public.lines" not in message and "ranges [15]" in message, message  # the quiet key's range
     assert run.state == "success", states
     assert states == {
         ("validate", -1): "success",
@@ -75,6 +93,11 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
     assert seen.windows and seen.windows_with_changes == seen.windows, "writers changed rows in every window"
     for coll in TABLES:
         assert len(list((landing / "snapshots" / coll).glob("*.parquet"))) > 400 // 37
+    # the writers stopped: a drain and a reconcile as typed, then every row compared by the judge
+    corrupt_one_row(state, "public.orders", QUIET, status="quiet")  # put right by hand: a reconcile keeps it
+    url = plain_url(fresh_db)
+    ok(cli(tmp_path, "capture", "postgres", "--source", url, "--landing", "lake", "--drain"))
+    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
     assert_state_is_source(fresh_db, state, TABLES)
 
 

@@ -65,9 +65,11 @@ def range_of(report: Report, contains) -> int:  # type: ignore[no-untyped-def]
     return hits[0]
 
 
-def corrupt_one_row(state: Path, collection: str, victim: int | None = None) -> int:
+def corrupt_one_row(
+    state: Path, collection: str, victim: int | None = None, status: str | None = None
+) -> int:
     """Change one non-key value of one row (``victim``'s, else one in the middle of a file) in the
-    current Parquet of the state, by hand; return its id."""
+    current Parquet of the state, by hand (its status: ``status``, else the old one marked); return its id."""
     current = state / collection / "current"
     parts = [p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 0]
     if victim is not None:
@@ -78,8 +80,9 @@ def corrupt_one_row(state: Path, collection: str, victim: int | None = None) -> 
         row = pq.read_metadata(part).num_rows // 2
     table = pq.read_table(part)
     victim = table.column("id")[row].as_py()
+    status_to = status
     status = table.column("status").to_pylist()
-    status[row] = status[row] + "-corrupted"
+    status[row] = status[row] + "-corrupted" if status_to is None else status_to
     table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status, pa.string()))
     pq.write_table(table, part)
     (part.parent / f".{part.name}.crc").unlink(missing_ok=True)  # Spark's checksum of the old bytes

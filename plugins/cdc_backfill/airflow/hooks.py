@@ -284,14 +284,25 @@ class CdcSourceHook(BaseHook):
             engine.engine.dispose()
 
     def verify(
-        self, state_dir: Path, collections: Sequence[str], ranges: int, master: str
+        self,
+        state_dir: Path,
+        collections: Sequence[str],
+        ranges: int,
+        master: str,
+        landing: Path | None = None,
+        capture: str | None = None,
     ) -> list[dict[str, Any]]:
-        """One report per collection (see ``airflow.verifying``), reading the source on one engine."""
+        """One report per collection (see ``airflow.verifying``), reading the source on one engine, at
+        one position where ``capture`` can make ``landing`` pass it."""
         from cdc_backfill.airflow.verifying import verify_collections
 
-        engine = source_engine(self.require_source_url(), pool_pre_ping=True)
+        url = self.require_source_url()
+        engine = source_engine(url, pool_pre_ping=True)
         try:
-            return verify_collections(engine, Path(state_dir), collections, ranges, master)
+            return verify_collections(
+                url, engine, Path(state_dir), collections, ranges, master,
+                landing=landing, capture=capture, signal_table=self.signal_table,
+            )  # fmt: skip
         finally:
             engine.dispose()
 

@@ -139,6 +139,7 @@ def snapshot_pipeline(
         collections=pulled("validate", "collections"),
         state_dir=pulled("validate", "state_dir"),
         landing_dir=pulled("validate", "landing_dir"),
+        capture=pulled("validate", "capture"),
         enabled=pulled("validate", "verify"),
         signal_id=pulled("validate", "signal_id"),
         source_conn_id=source_conn_id,

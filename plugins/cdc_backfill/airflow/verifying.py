@@ -1,10 +1,11 @@
 """Verify inside an Airflow worker: the logic of ``cdc-backfill verify`` over several collections with one
-Spark session, on the hook's engine. Imports Spark only when called."""
+Spark session, on the hook's engine, at one position where the DAG's capture can pass it. Imports Spark
+only when called."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,33 +15,72 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def catch_up_for(
+    capture: str | None, url: str, landing: Path | None, signal_table: str | None
+) -> tuple[Callable[[int], None] | None, str | None]:
+    """How the DAG's capture makes the landing pass a position, or why verify is not at one position:
+    ``drain`` drains the landing's slot (or waits for a capture that follows it), ``external`` waits for
+    the capture that follows it; Debezium's positions do not say which transactions a snapshot holds."""
+    from cdc_backfill.capture.catch_up import CatchUpError, catch_up_native, wait_for_fence
+
+    if landing is None:
+        return None, "no landing zone given to the verify task"
+    if capture == "debezium":
+        return None, "the landing is Debezium's: its positions cannot be matched to a snapshot's"
+    if capture == "external":
+        return (lambda _position: wait_for_fence(url, landing)), None
+    try:
+        return catch_up_native(url, landing, signal_table), None
+    except CatchUpError as exc:
+        return None, str(exc)
+
+
 def verify_collections(
-    engine: sa.Engine, state_dir: Path, collections: Sequence[str], ranges: int = 16, master: str = "local[*]"
+    url: str,
+    engine: sa.Engine,
+    state_dir: Path,
+    collections: Sequence[str],
+    ranges: int = 16,
+    master: str = "local[*]",
+    *,
+    landing: Path | None = None,
+    capture: str | None = None,
+    signal_table: str | None = None,
 ) -> list[dict[str, Any]]:
-    """One report per collection: ``collection``, ``all_equal``, ``differing``, ``summary``, ``verdict``.
+    """One report per collection: ``collection``, ``all_equal``, ``differing``, ``summary``, ``verdict``
+    and ``position`` (the one both sides were read at; None when not at one position, ``not_exact``
+    saying why).
 
     A collection that cannot be verified (no state yet, columns that differ) raises VerifyError.
     """
     from pyspark.sql import SparkSession
 
+    from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
     from cdc_backfill.spark.session import build_session
-    from cdc_backfill.spark.verify import verify_collection
+    from cdc_backfill.spark.verify_at import verify_collections as verify_here
     from cdc_backfill.verify.compare import render
 
+    catch_up, not_exact = catch_up_for(capture, url, landing, signal_table)
     existing = SparkSession.getActiveSession()
     spark = build_session("cdc_backfill_verify", master=master)  # reused by each comparison below
     reports = []
     try:
-        for collection in collections:
-            _source, report = verify_collection(engine, Path(state_dir), collection, ranges, master)
+        done = verify_here(
+            url, engine, Path(state_dir), collections, ranges, landing=landing, catch_up=catch_up,
+            not_exact=not_exact, signal_collection=signal_table or DEFAULT_SIGNAL_COLLECTION, master=master,
+        )  # fmt: skip
+        for item in done:
+            report = item.report
             log.info("%s", render(report))
             reports.append(
                 {
-                    "collection": collection,
+                    "collection": report.collection,
                     "all_equal": report.all_equal,
                     "differing": report.differing,
                     "summary": report.summary(),
                     "verdict": render(report).splitlines()[-1],
+                    "position": report.extra.get("position"),
+                    "not_exact": report.extra.get("not_at_position"),
                 }
             )
     finally:

@@ -14,14 +14,15 @@ from cdc_backfill.airflow.operators.base import CdcOperator, prepare_runtime
 
 
 class CdcVerifyOperator(CdcOperator):
-    """Compare each collection's reconciled state with the source, range by range (``cdc-backfill verify``).
+    """Compare each collection's reconciled state with the source, range by range (``cdc-backfill verify``),
+    both as of one position while writers run: the DAG's ``capture`` makes the landing pass it.
 
     Fails when a range differs (``fail_on_difference``), else reports. Collections whose snapshot was
     stopped are not verified (their state is incomplete by request). Returns one report per collection.
     """
 
     template_fields: Sequence[str] = (
-        "collections", "state_dir", "landing_dir", "enabled", "signal_id", "source_conn_id",
+        "collections", "state_dir", "landing_dir", "capture", "enabled", "signal_id", "source_conn_id",
     )  # fmt: skip
 
     def __init__(
@@ -30,6 +31,7 @@ class CdcVerifyOperator(CdcOperator):
         collections: Any,
         state_dir: Any,
         landing_dir: Any = None,
+        capture: Any = "drain",
         enabled: Any = True,
         signal_id: Any = None,
         ranges: int = 16,
@@ -42,6 +44,7 @@ class CdcVerifyOperator(CdcOperator):
         self.collections = collections
         self.state_dir = state_dir
         self.landing_dir = landing_dir
+        self.capture = capture
         self.enabled = enabled
         self.signal_id = signal_id
         self.ranges = ranges
@@ -65,18 +68,30 @@ class CdcVerifyOperator(CdcOperator):
             collections = [c for c in collections if c not in stopped]
         if not collections:
             raise AirflowSkipException("nothing to verify: every snapshot was stopped")
-        reports = hook.verify(Path(str(self.state_dir)), collections, self.ranges, self.master)
+        landing = plans.optional_text(self.landing_dir)
+        reports = hook.verify(
+            Path(str(self.state_dir)), collections, self.ranges, self.master,
+            landing=Path(landing) if landing else None, capture=plans.optional_text(self.capture),
+        )  # fmt: skip
         differing = []
         for report in reports:
             self.log.info("verify %s: %s", report["collection"], report["verdict"])
+            if report.get("not_exact"):
+                self.log.warning(
+                    "%s: not verified at one position: %s", report["collection"], report["not_exact"]
+                )
             if not report["all_equal"]:
                 # the CLI's own repair: it sends the signal of these ranges and runs what completes it
                 report["repair_command"] = plans.repair_hint(
                     report["collection"], str(self.state_dir), plans.optional_text(self.landing_dir),
                     plans.optional_text(self.source_conn_id), plans.optional_text(self.signal_table),
                 )  # fmt: skip
+                when = (
+                    f"at position {report['position']}" if report.get("position") else "(not at one position)"
+                )
                 differing.append(
-                    f"{report['collection']} ranges {report['differing']} (repair: {report['repair_command']})"
+                    f"{report['collection']} {when}: ranges {report['differing']} "
+                    f"(repair: {report['repair_command']})"
                 )
         if differing and self.fail_on_difference:
             # a retry would find the same: the repair re-snapshots the ranges
