@@ -1,5 +1,6 @@
 """cdc_scheduled_backfill__<name>: one DAG per [[backfill]] entry of cdc_scheduled_backfills.toml (beside
-this file, or the file named by CDC_BACKFILL_SCHEDULES).
+this file, or the file named by CDC_BACKFILL_SCHEDULES); none without such a file
+(cdc_scheduled_backfills.example.toml shows the format). Each DAG is created paused.
 
 Each run snapshots the entry's tables with its condition rendered for the run's data interval
 ({{ data_interval_start }}, {{ data_interval_end }}; intervals in UTC), then reconciles (and verifies, if asked). With
@@ -26,6 +27,7 @@ for entry in load_schedules(schedules_file(Path(__file__).parent)):
         schedule=CronDataIntervalTimetable(entry.schedule, timezone="UTC") if entry.schedule else None,
         start_date=entry.start_date,
         catchup=entry.catchup,
+        is_paused_upon_creation=True,  # a schedule runs only once its owner unpauses it
         max_active_runs=entry.max_active_runs,
         tags=["cdc_backfill", "scheduled_backfill"],
         doc_md=(entry.description + "\n\n" if entry.description else "") + __doc__,
