@@ -113,3 +113,25 @@ def test_a_conf_that_breaks_a_param_schema_is_refused_before_any_task(airflow_db
     ):
         with pytest.raises(ParamValidationError):
             dag.test(run_conf=conf)
+
+
+def test_a_refused_trigger_fails_validate_with_one_line_and_no_traceback(
+    airflow_db: str, fresh_db: str, source_conn: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    seed(fresh_db, orders=10, lines=10)
+    dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
+    run = dag.test(
+        run_conf={
+            "collections": ["public\\.nope"],
+            "source_conn_id": source_conn,
+            "landing_dir": str(tmp_path / "lake"),
+            "state_dir": str(tmp_path / "state"),
+        }
+    )
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == "failed" and states["validate"] == "failed", states
+    out = capfd.readouterr()
+    log = out.out + out.err
+    line = next(line for line in log.splitlines() if "refused: " in line)
+    assert "matches no table in the source" in line and "did you mean public.lines, public.orders" in line
+    assert "Traceback" not in log, log[-3000:]

@@ -3,14 +3,16 @@ runtime a Java or Spark task needs."""
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
-from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import CdcSourceHook
+
+log = logging.getLogger(__name__)
 
 
 def prepare_runtime(context: Context | None = None) -> None:
@@ -25,9 +27,17 @@ def prepare_runtime(context: Context | None = None) -> None:
     os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options())
 
 
-def refuse(exc: Exception) -> AirflowFailException:
-    """A refusal (bad collection, bad condition, no source) does not get better on retry."""
-    return AirflowFailException(f"refused: {exc}")
+class Refused(SystemExit):
+    """An expected refusal (a collection that matches no table, a bad condition, no source): the task
+    fails with the product's one line. Airflow's task runner logs a SystemExit as that one line
+    ("Task exited", its code) where any other exception gets a traceback the reason is buried in."""
+
+
+def refuse(exc: Exception) -> Refused:
+    """The refusal of ``exc``: its reason, one line, logged as it is (the runner's own line quotes it)."""
+    message = f"refused: {exc}"
+    log.error("%s", message)
+    return Refused(message)
 
 
 class CdcOperator(BaseOperator):
