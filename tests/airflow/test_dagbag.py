@@ -126,7 +126,9 @@ def test_a_list_of_collections_may_end_with_a_blank_line_but_not_be_blank(airflo
         jsonschema.validate(0, chunk)
 
 
-def test_the_example_schedules_file_gives_a_paused_dag(airflow_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_example_schedules_file_gives_a_paused_dag(
+    airflow_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
     monkeypatch.setenv("CDC_BACKFILL_SCHEDULES", str(DAGS / "cdc_scheduled_backfills.example.toml"))
