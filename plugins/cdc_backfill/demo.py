@@ -17,7 +17,6 @@ import logging
 import random
 import shlex
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,8 +27,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
-from cdc_backfill.demo_next import TABLES, cli_path, next_commands
+from cdc_backfill.demo_next import TABLES, next_commands
 from cdc_backfill.logs import VERBOSE_FORMAT
+from cdc_backfill.program import program
 from cdc_backfill.runtime import project_root
 
 log = logging.getLogger(__name__)
@@ -373,7 +373,7 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
         "demo.log: every chunk's steps)\nNext:"
     )
     with_make = (Path.cwd() / "Makefile").is_file() and Path.cwd() == project_root()
-    cli = cli_path(Path(sys.executable), Path.cwd())
+    cli = program()
     plain = "postgresql://" + url.split("://", 1)[1]
     for cmd, what in next_commands(cli, state, with_make, plain if keep else None, landing):
         console.print(f"  {cmd}\n      {what}", highlight=False, markup=False, soft_wrap=True)

@@ -8,16 +8,6 @@ from pathlib import Path
 TABLES = ("public.customers", "public.order_lines")  # the demo's collections (``demo.TABLES``)
 
 
-def cli_path(executable: Path, cwd: Path) -> str:
-    """How the user runs this venv's ``cdc-backfill`` from ``cwd``: ``.venv/bin/cdc-backfill`` in a
-    checkout, else its whole path (pure)."""
-    script = executable.parent / "cdc-backfill"
-    try:
-        return str(script.relative_to(cwd))
-    except ValueError:
-        return shlex.quote(str(script))
-
-
 def next_commands(
     cli: str, state: Path, with_make: bool, url: str | None = None, landing: Path | None = None
 ) -> list[tuple[str, str]]:

@@ -12,8 +12,8 @@ from tests.airflow.conftest import load_dag
 from tests.support.cli import cli, ok
 from tests.support.judge import assert_state_is_source, overlap
 from tests.support.pg import InWindow, plain_url, sql
+from tests.support.tamper import corrupt_one_row
 from tests.support.workload import Writers, seed
-from tests.verify.helpers import corrupt_one_row
 
 pytestmark = [pytest.mark.airflow, pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

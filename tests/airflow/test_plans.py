@@ -9,6 +9,7 @@ import pytest
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.schedules import ScheduleError, parse_schedules
 from cdc_backfill.capture.fence import stream_passed
+from cdc_backfill.program import program
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.snapshot.progress import RangeProgress
 
@@ -180,7 +181,7 @@ def test_a_form_is_normalised_once_into_a_typed_request() -> None:
 def test_a_difference_names_the_cli_repair_that_completes_it() -> None:
     hint = plans.repair_hint("public.orders", "/data/state", "/data/lake", "cdc_source", None)
     assert hint == (
-        "CDC_BACKFILL_SOURCE_URL=<connection cdc_source's URI> cdc-backfill verify --state /data/state "
+        f"CDC_BACKFILL_SOURCE_URL=<connection cdc_source's URI> {program()} verify --state /data/state "
         "--collection public.orders --repair --wait --landing /data/lake"
     )
     # no connection: the workers' environment (or config file) names the source, as it does for the CLI

@@ -34,3 +34,8 @@ def snapshot_as_typed(cwd: Path, url: str, *signals: list[str], landing: str = "
         ok(cli(cwd, "signal", "execute-snapshot", *src, *args))
     ok(cli(cwd, "snapshot", "run", "--once", *src, "--landing", landing))
     ok(cli(cwd, "capture", "postgres", *src, "--landing", landing, "--drain"))
+
+
+def as_printed(cwd: Path, line: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """A command line the product printed for the user, run by a shell exactly as printed."""
+    return subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, timeout=timeout)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from pyspark.sql import functions as F
 
 from tests.support.pg import sql
-from tests.verify.helpers import range_of, snapshot_state, verify
+from tests.support.tamper import range_of, snapshot_state, verify
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import cli, ok, snapshot_as_typed
+from tests.support.cli import as_printed, cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url
+from tests.support.tamper import add_phantom, corrupt_one_row
 from tests.support.workload import seed
-from tests.verify.helpers import add_phantom, corrupt_one_row
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
@@ -30,10 +30,12 @@ def test_a_repair_completes_as_printed_and_with_wait(fresh_db: str, tmp_path: Pa
     add_phantom(tmp_path / "state", "public.orders", fresh_db)
     res = cli(tmp_path, *verify, "--repair", "--landing", "lake")
     assert res.returncode == 1, res.stderr
-    printed = [line.strip() for line in res.stdout.splitlines() if line.startswith("  cdc-backfill ")]
+    printed = [
+        line.strip() for line in res.stdout.splitlines() if line.startswith("  ") and "cdc-backfill " in line
+    ]
     assert [shlex.split(p)[1] for p in printed] == ["snapshot", "capture", "reconcile", "verify"], res.stdout
-    for line in printed:  # as printed, in order
-        ok(cli(tmp_path, *shlex.split(line)[1:]))  # the last one is verify: exit 0, every range equal
+    for line in printed:  # by a shell, as printed, in order
+        ok(as_printed(tmp_path, line))  # the last one is verify: exit 0, every range equal
 
     corrupt_one_row(tmp_path / "state", "public.orders")
     add_phantom(tmp_path / "state", "public.orders", fresh_db)
@@ -41,9 +43,9 @@ def test_a_repair_completes_as_printed_and_with_wait(fresh_db: str, tmp_path: Pa
     assert differs.returncode == 1
     # verify names the one command that repairs and waits: run as printed
     hint = next(line for line in differs.stdout.splitlines() if line.startswith("repair it: "))
-    command = shlex.split(hint.removeprefix("repair it: "))
-    assert command[-4:] == ["--repair", "--wait", "--landing", "lake"], hint
-    done = cli(tmp_path, *command[1:])
+    command = hint.removeprefix("repair it: ")
+    assert shlex.split(command)[-4:] == ["--repair", "--wait", "--landing", "lake"], hint
+    done = as_printed(tmp_path, command)
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
     assert "every range equal" in done.stdout
 

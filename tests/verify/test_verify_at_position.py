@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
+from tests.support.tamper import corrupt_one_row
 from tests.support.workload import Writers, seed
-from tests.verify.helpers import corrupt_one_row
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

@@ -17,8 +17,8 @@ from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import overlap
 from tests.support.pg import InWindow, drain, send
+from tests.support.tamper import add_phantom, corrupt_one_row
 from tests.support.workload import Writers, seed
-from tests.verify.helpers import add_phantom, corrupt_one_row
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 

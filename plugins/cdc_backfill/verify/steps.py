@@ -14,11 +14,12 @@ from pathlib import Path
 
 from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
 from cdc_backfill.config import mask_url
+from cdc_backfill.program import program
 
 
 @dataclass(frozen=True)
 class RepairSteps:
-    commands: list[list[str]]  # each a whole command line, ``cdc-backfill ...``
+    commands: list[list[str]]  # each a whole command line: ``cdc-backfill`` as this user runs it, ...
     note: str | None  # what the user must know to run them (a password left out)
 
 
@@ -49,10 +50,11 @@ def repair_command(
 ) -> tuple[list[str], str | None]:
     """The one command that sends the repair of ``collection``'s differing ranges and runs the steps
     that complete it (``verify --repair --wait``); what the user must know to run it."""
+    cli = program()
     src, note = source_args(source)
     sig = ["--signal-table", signal_table] if signal_table else []
     return [
-        "cdc-backfill", "verify", *src, "--state", state, "--collection", collection,
+        cli, "verify", *src, "--state", state, "--collection", collection,
         "--repair", "--wait", "--landing", landing, *sig,
     ], note  # fmt: skip
 
@@ -67,24 +69,25 @@ def repair_steps(
     signal_table: str | None = None,
 ) -> RepairSteps:
     """The commands that complete a repair whose signal ``signal_id`` was sent."""
+    cli = program()
     src, note = source_args(source)
     sig = ["--signal-table", signal_table] if signal_table else []
     if engine == "debezium":
         first = [
-            ["cdc-backfill", "capture", "debezium", *src, "--landing", landing, *sig, "--drain",
+            [cli, "capture", "debezium", *src, "--landing", landing, *sig, "--drain",
              "--until-snapshot", signal_id],
-            ["cdc-backfill", "ingest", "--landing", landing],
+            [cli, "ingest", "--landing", landing],
         ]  # fmt: skip
     else:
         first = [
-            ["cdc-backfill", "snapshot", "run", "--once", *src, "--landing", landing, *sig],
-            ["cdc-backfill", "capture", "postgres", *src, "--landing", landing, *sig, "--drain"],
+            [cli, "snapshot", "run", "--once", *src, "--landing", landing, *sig],
+            [cli, "capture", "postgres", *src, "--landing", landing, *sig, "--drain"],
         ]
     return RepairSteps(
         [
             *first,
-            ["cdc-backfill", "reconcile", "--landing", landing, "--state", state],
-            ["cdc-backfill", "verify", *src, "--state", state, "--collection", collection],
+            [cli, "reconcile", "--landing", landing, "--state", state],
+            [cli, "verify", *src, "--state", state, "--collection", collection],
         ],
         note,
     )

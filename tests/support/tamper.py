@@ -1,4 +1,4 @@
-"""Shared by the verify tests: a state made by the real snapshot engine, and verify run in-process."""
+"""Shared by the verify and Airflow tests: a state made by the real snapshot engine, verify run in-process, and rows of a state changed by hand."""
 
 from __future__ import annotations
 
