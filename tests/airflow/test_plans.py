@@ -188,3 +188,13 @@ def test_a_difference_names_the_cli_repair_that_completes_it() -> None:
     hint = plans.repair_hint("public.orders", "state dir", None, None, "ops.cdc_signal")
     assert hint.endswith("--state 'state dir' --collection public.orders --repair --wait --landing LANDING "
                          "--signal-table ops.cdc_signal")  # fmt: skip
+
+
+def test_a_stop_with_nothing_to_stop_is_not_written() -> None:
+    assert plans.nothing_to_stop({}, []) == "nothing to stop: no snapshot is accepted, running or paused"
+    running = {"s1": ["public.orders", "public.lines"]}
+    assert plans.nothing_to_stop(running, []) is None
+    assert plans.nothing_to_stop(running, ["public\\.orders"]) is None
+    assert plans.nothing_to_stop(running, ["public\\.nope"]) == (
+        "nothing to stop: no unfinished snapshot reads public\\.nope (they read public.lines, public.orders)"
+    )

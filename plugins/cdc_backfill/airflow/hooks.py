@@ -149,6 +149,17 @@ class CdcSourceHook(BaseHook):
             row = conn.execute(sa.select(st.c.status, st.c.reason).where(st.c.signal_id == signal_id)).first()
             return (row.status, row.reason) if row is not None else None
 
+    def unfinished_snapshots(self) -> dict[str, list[str]]:
+        """Execute signals not finished yet (accepted, running, paused), with their collections."""
+        from cdc_backfill.signals.model import EXECUTE
+
+        with self._store() as store:
+            return {
+                v.id: list(v.collections)
+                for v in store.list()
+                if v.type == EXECUTE and v.status in ("received", "accepted", "running", "paused")
+            }
+
     def paused_signals(self) -> frozenset[str]:
         """The ids of signals whose status is paused."""
         with self._store() as store:

@@ -276,3 +276,18 @@ def repair_hint(
     command, _ = repair_command(None, landing_dir or "LANDING", state_dir, collection, signal_table)
     env = f"CDC_BACKFILL_SOURCE_URL=<connection {conn_id}'s URI> " if conn_id else ""
     return env + shlex.join(command)
+
+
+def nothing_to_stop(unfinished: Mapping[str, Sequence[str]], collections: Sequence[str]) -> str | None:
+    """Why a stop-snapshot would stop nothing (no snapshot unfinished, or none of the collections named
+    in one), else None. ``collections`` are patterns, as the signal takes them."""
+    import re
+
+    if not unfinished:
+        return "nothing to stop: no snapshot is accepted, running or paused"
+    if not collections:
+        return None
+    names = {c for colls in unfinished.values() for c in colls}
+    if any(re.fullmatch(p, n) for p in collections for n in names):
+        return None
+    return f"nothing to stop: no unfinished snapshot reads {', '.join(collections)} (they read {', '.join(sorted(names))})"

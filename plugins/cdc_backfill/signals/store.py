@@ -153,7 +153,10 @@ class SignalStore:
                 f"could not write the signal: {type(exc).__name__}: {exc.orig or exc}"
             ) from None
         log.info(
-            "signal %s (%s) written for %s", signal.id, signal.type, ", ".join(validated.collections) or "-"
+            "signal %s (%s) written for %s",
+            signal.id,
+            signal.type,
+            ", ".join(validated.collections) or "every collection",
         )
         return validated
 

@@ -82,11 +82,13 @@ def build_session(
     master = master or os.environ.get("SPARK_MASTER") or _submitted_master() or "local[*]"
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see spark.submit.submit_environ
+    existing = SparkSession.getActiveSession()
     builder = SparkSession.builder.appName(app_name).master(master)
     # Spark's JVM log at WARN: the driver runs here whatever the master
     for key, value in with_driver_java_options(session_conf(master, conf)).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(spark_log_level())
-    log.info("Spark %s session on %s", spark.version, master)
+    if existing is None:  # once per session, not per caller that asks for it
+        log.info("Spark %s session on %s", spark.version, master)
     return spark

@@ -25,6 +25,20 @@ def prepare_runtime(context: Context | None = None) -> None:
     apply_defaults()
     # spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM in client mode
     os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options())
+    # a local master binds to the loopback address, as `cdc-backfill reconcile` does (else Spark warns
+    # twice in the task log that the host name resolves to one)
+    conn_id = getattr((context or {}).get("task"), "conn_id", None)
+    if conn_id and _spark_host(str(conn_id)).startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _spark_host(conn_id: str) -> str:
+    from airflow.sdk import BaseHook
+
+    try:
+        return str(BaseHook.get_connection(conn_id).host or "")
+    except Exception:  # no such connection: spark-submit says so itself
+        return ""
 
 
 class Refused(SystemExit):

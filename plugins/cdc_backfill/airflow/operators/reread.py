@@ -36,6 +36,7 @@ class CdcRereadOperator(CdcOperator):
             for coll in plans.as_list(self.collections):
                 key, keys = incomplete_keys(Path(str(self.state_dir)), coll)
                 if not keys:
+                    self.log.info("%s: every row has a value for every column: nothing to re-read", coll)
                     continue
                 self.log.info("%s: %s row(s) miss a value the stream never sent: re-read", coll, len(keys))
                 for sig in reread_signals(coll, key, keys):

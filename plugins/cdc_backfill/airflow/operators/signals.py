@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowSkipException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import SourceNotConfigured
@@ -173,8 +174,14 @@ class CdcStopSnapshotOperator(CdcOperator):
 
     def execute(self, context: Context) -> str:
         signal = plans.stop_signal(new_signal_id(), plans.as_list(self.collections))
+        hook = self.hook()
         try:
-            self.hook().send_signal(signal)
+            unfinished = hook.unfinished_snapshots()
+            # nothing would ever mark it done: a stop with nothing to stop is not written
+            why = plans.nothing_to_stop(unfinished, signal.collections)
+            if why:
+                raise AirflowSkipException(why)
+            hook.send_signal(signal)
         except (SignalError, SourceNotConfigured) as exc:
             raise refuse(exc) from exc
         self.log.info(
