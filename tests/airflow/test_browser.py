@@ -4,7 +4,9 @@ with the project's DAGs against the real PostgreSQL, driven by Debian's Chromium
 - every DAG can be triggered with its defaults plus only its truly required fields, through the REST API
   and through the form;
 - cdc_incremental_snapshot triggered from the form with only the collections filled (a trailing newline
-  included) runs to success, reconcile and verify included;
+  included) runs to success, reconcile and verify included, while a writer changes the table throughout;
+- a trigger the source refuses (public.nope) fails its validate task with the product's one line, no
+  traceback, in the task log;
 - a value out of range is refused with a sentence naming the field, not silently changed; a list of
   blanks is refused;
 - the progress page shows the snapshot to a logged-in user and refuses a logged-out one;
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,7 +156,48 @@ def open_form(page: Any, base: str, dag_id: str) -> Any:
     return dialog
 
 
-def test_the_ui_as_people_use_it(airflow_url: str) -> None:
+class OrderWriter:
+    """Tens of changes a second to ``orders`` (inserts, updates, deletes, key changes) from another
+    thread, while the form's run snapshots, reconciles and verifies it."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = sa.create_engine(url)
+        self.stop_event = threading.Event()
+        self.changes = 0
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> OrderWriter:
+        self.thread.start()
+        return self
+
+    def stop(self) -> int:
+        self.stop_event.set()
+        self.thread.join(timeout=60)
+        self.engine.dispose()
+        if self.errors:
+            raise self.errors[0]
+        return self.changes
+
+    def _loop(self) -> None:
+        rng = random.Random(34)
+        statements = [
+            "UPDATE orders SET status = 'upd' WHERE id = :i",
+            "INSERT INTO orders VALUES (:i + 3000, 'new') ON CONFLICT DO NOTHING",
+            "DELETE FROM orders WHERE id = :i",
+            "UPDATE orders SET id = :i + 6000 WHERE id = :i AND NOT EXISTS (SELECT 1 FROM orders WHERE id = :i + 6000)",
+        ]
+        try:
+            while not self.stop_event.is_set():
+                with self.engine.begin() as conn:
+                    done = conn.execute(sa.text(rng.choice(statements)), {"i": rng.randint(1, 3000)})
+                    self.changes += done.rowcount
+                time.sleep(0.03)
+        except BaseException as exc:  # raised again by stop()
+            self.errors.append(exc)
+
+
+def test_the_ui_as_people_use_it(airflow_url: str, fresh_db: str) -> None:
     from playwright.sync_api import sync_playwright
 
     base, shots = airflow_url, screenshots()
@@ -209,24 +254,51 @@ def test_the_ui_as_people_use_it(airflow_url: str) -> None:
         page.screenshot(path=str(shots / "02-refused-chunk-size-0.png"))
         assert api.runs("cdc_incremental_snapshot") == []
 
-        # only the collections, pasted with a trailing newline: the run goes through to verify
-        dialog = open_form(page, base, "cdc_incremental_snapshot")
-        dialog.locator("#element_collections").fill("public\\.orders\n")
-        dialog.get_by_role("button", name="Trigger", exact=True).click()
-        page.wait_for_url(re.compile("/dags/cdc_incremental_snapshot/runs/"), timeout=30_000)
-        [run] = api.runs("cdc_incremental_snapshot")
-        assert run["conf"]["collections"] == ["public\\.orders", ""] and run["conf"]["condition"] is None
-        state = api.wait(
-            "the form's run to finish",
-            lambda: (s := api("GET", f"/dags/cdc_incremental_snapshot/dagRuns/{run['dag_run_id']}").json()["state"])
-            in ("success", "failed") and s,
-            600,
-        )  # fmt: skip
+        # only the collections, pasted with a trailing newline, with a writer changing the table all
+        # along: the run goes through to verify, which compares both sides at one position
+        writer = OrderWriter(fresh_db).start()
+        try:
+            dialog = open_form(page, base, "cdc_incremental_snapshot")
+            dialog.locator("#element_collections").fill("public\\.orders\n")
+            dialog.get_by_role("button", name="Trigger", exact=True).click()
+            page.wait_for_url(re.compile("/dags/cdc_incremental_snapshot/runs/"), timeout=30_000)
+            [run] = api.runs("cdc_incremental_snapshot")
+            assert run["conf"]["collections"] == ["public\\.orders", ""] and run["conf"]["condition"] is None
+            state = api.wait(
+                "the form's run to finish",
+                lambda: (s := api("GET", f"/dags/cdc_incremental_snapshot/dagRuns/{run['dag_run_id']}").json()["state"])
+                in ("success", "failed") and s,
+                600,
+            )  # fmt: skip
+        finally:
+            changes = writer.stop()
         page.reload()
         page.wait_for_timeout(2000)
         page.screenshot(path=str(shots / "03-run-succeeded.png"))
         tis = api("GET", f"/dags/cdc_incremental_snapshot/dagRuns/{run['dag_run_id']}/taskInstances").json()
         assert state == "success", {t["task_id"]: t["state"] for t in tis["task_instances"]}
+        assert changes > 100, changes  # the writer really ran through the run
+
+        # a trigger the source refuses: the validate task fails with the product's one line
+        dialog = open_form(page, base, "cdc_incremental_snapshot")
+        dialog.locator("#element_collections").fill("public\\.nope")
+        dialog.get_by_role("button", name="Trigger", exact=True).click()
+        page.wait_for_url(re.compile("/dags/cdc_incremental_snapshot/runs/"), timeout=30_000)
+        nope = next(
+            r for r in api.runs("cdc_incremental_snapshot") if r["conf"]["collections"] == ["public\\.nope"]
+        )
+        api.wait(
+            "the refused run to fail",
+            lambda: api("GET", f"/dags/cdc_incremental_snapshot/dagRuns/{nope['dag_run_id']}").json()["state"]
+            == "failed",
+            300,
+        )  # fmt: skip
+        page.goto(f"{base}/dags/cdc_incremental_snapshot/runs/{nope['dag_run_id']}/tasks/validate")
+        reason = page.get_by_text("refused: ").first
+        reason.wait_for(timeout=60_000)
+        page.screenshot(path=str(shots / "06-refused-trigger-task-log.png"))
+        assert "did you mean public.orders?" in page.content()
+        assert "Traceback" not in page.content()
 
         # the progress page: shown when logged in, refused when not
         shown = page.goto(f"{base}/cdc-backfill/")
