@@ -6,6 +6,7 @@ Spark side in ``cdc_backfill.spark.verify``. Spark is imported only when the com
 
 ``--repair`` re-reads the ranges that differ; a key in the state that the source no longer has goes
 when that snapshot finishes (its ranges are a condition on the key: phantom removal, DESIGN.md §6 rule 7).
+Both sides are compared as of one stream position (``cdc_backfill.spark.verify_at``).
 What it cannot fix:
 - columns that differ between the source and the state (verify refuses: exit 2);
 - differences that are only the state being behind the source: drain and reconcile first.
@@ -45,6 +46,9 @@ VERIFY_EPILOG = f"""examples (every option):
 The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
 Ranges are cut at keys of the source (text keys in byte order, as Spark compares them); each range's rows
 are counted and hashed by SQL in the source and by Spark on <state>/<collection>/current.
+Both sides are read as of one position (PostgreSQL: a snapshot exported with a temporary slot; the
+landing drained past it; the state advanced to it in memory, not written), so writers may keep writing.
+The landing is --landing DIR, else the one the state's last reconcile read.
 --repair re-reads the differing ranges; keys the source no longer has go when that snapshot finishes.
 --repair --wait --landing DIR runs the snapshot, the drain, the reconcile and verify again; without
 --wait, --repair prints those commands.
