@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from cdc_backfill.program import program
 
@@ -24,3 +27,20 @@ def test_printed_commands_name_cdc_backfill_as_the_shell_finds_it(tmp_path: Path
     (other / "cdc-backfill").chmod(0o755)
     # another installation first on PATH: this one's path, not the name the shell would take elsewhere
     assert program(venv / "python", tmp_path, path=str(other)) == ".venv/bin/cdc-backfill"
+
+
+def test_the_venv_put_first_on_path_for_spark_submit_does_not_change_the_printed_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from cdc_backfill.program import USER_PATH_ENV
+    from cdc_backfill.runtime import apply_defaults
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv(USER_PATH_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    apply_defaults()
+    assert os.environ["PATH"].startswith(str(Path(sys.executable).parent))  # for spark-submit
+    assert os.environ[USER_PATH_ENV] == "/usr/bin:/bin"
+    assert program() != "cdc-backfill"  # the user's shell would not find it: its path, as the shell needs

@@ -9,12 +9,18 @@ import shutil
 import sys
 from pathlib import Path
 
+# the PATH the user's shell gave, kept before ``runtime.apply_defaults`` puts the venv's bin first (for
+# spark-submit); inherited by the processes started from here
+USER_PATH_ENV = "CDC_BACKFILL_USER_PATH"
+
 
 def program(executable: Path | None = None, cwd: Path | None = None, path: str | None = None) -> str:
     """``cdc-backfill`` when the shell finds this installation's script on PATH; else the script's path,
     relative to ``cwd`` when under it (``.venv/bin/cdc-backfill`` in a checkout), else whole."""
     script = Path(executable or sys.executable).parent / "cdc-backfill"
-    found = shutil.which("cdc-backfill", path=path if path is not None else os.environ.get("PATH"))
+    if path is None:
+        path = os.environ.get(USER_PATH_ENV, os.environ.get("PATH", ""))
+    found = shutil.which("cdc-backfill", path=path)
     if found and Path(found).absolute() == script.absolute():
         return "cdc-backfill"
     try:

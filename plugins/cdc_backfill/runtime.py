@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_backfill.program import USER_PATH_ENV
+
 log = logging.getLogger(__name__)
 
 MIN_JAVA = 17
@@ -151,6 +153,7 @@ def apply_defaults(root: Path | None = None) -> dict[str, str]:
             os.environ[name] = value
             applied[name] = value
     bin_dir = str(Path(sys.executable).parent)
+    os.environ.setdefault(USER_PATH_ENV, os.environ.get("PATH", ""))  # printed commands follow the user's
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         # spark-submit and airflow are looked up on PATH by the tools that start them.
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
