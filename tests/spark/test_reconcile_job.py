@@ -13,7 +13,7 @@ import pytest
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.submit import reconcile_command
 from tests.support.judge import columns_of, source_state
-from tests.support.pg import InWindow, drain, send
+from tests.support.pg import InWindow, drain, send, sql
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
@@ -81,7 +81,12 @@ def test_reconcile_job_writes_versioned_states_equal_to_the_source(fresh_db: str
         assert info["reads_applied"] + info["reads_dropped"] == info["reads"] > 0
         assert info["events_applied"] > 0
     assert summary["collections"]["public.orders"]["reads_dropped"] > 0  # the in-window changes
-    # a second run makes a second version and moves the pointer; the first stays readable until pruned
+    # with nothing new (the writers' last events of other tables end the log after this state's
+    # position), a run writes no version
+    assert run_reconcile(landing, state).get("nothing_new") is True
+    # a change: a second run makes a second version and moves the pointer; the first stays readable
+    sql(fresh_db, "UPDATE orders SET status = 'again' WHERE id = (SELECT min(id) FROM orders)")
+    drain(fresh_db, landing)
     run_reconcile(landing, state)
     orders = state / "public.orders"
     assert (orders / "current").resolve().name == "v000002"
