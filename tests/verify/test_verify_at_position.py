@@ -6,6 +6,9 @@ range of one state row changed by hand."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,28 @@ def test_verify_passes_while_writers_run_and_still_names_a_corrupted_range(
         )
     finally:
         writers.stop()
+
+
+def test_verify_waits_for_a_capture_that_follows_the_slot(fresh_db: str, tmp_path: Path) -> None:
+    """While `capture postgres --follow` holds the slot, verify cannot drain it: it writes a fence and
+    waits until that capture has landed it, then compares at its position."""
+    seed(fresh_db, orders=200, lines=50)
+    url = plain_url(fresh_db)
+    snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "50"])
+    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "cdc_backfill.cli", "capture", "postgres", "--source", url, "--landing", "lake",
+         "--follow", "--roll-seconds", "0.5"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    writers = Writers(fresh_db, seed_value=3).start()
+    try:
+        writers.wait_for_changes(20)
+        res = cli(tmp_path, "verify", "--source", url, "--state", "state", "--collection", "public.orders")
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "waiting for it to land a fence" in res.stderr, res.stderr[-2000:]
+        assert "both as of position" in res.stdout and res.stdout.rstrip().endswith("every range equal")
+    finally:
+        writers.stop()
+        follow.send_signal(signal.SIGTERM)
+        follow.wait(timeout=60)

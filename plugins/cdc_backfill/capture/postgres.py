@@ -224,7 +224,6 @@ class PostgresCapture:
     def run(self, follow: bool = False, max_seconds: float | None = None) -> CaptureStats:
         """Stream until the drain marker (``follow=False``) or until stopped (SIGTERM/SIGINT)."""
         self.setup()
-        self.writer = self._make_writer(*self._roll)
         conn = psycopg2.connect(
             libpq_dsn(self.url, replication=True),
             connection_factory=psycopg2.extras.LogicalReplicationConnection,
@@ -234,7 +233,11 @@ class PostgresCapture:
         try:
             cur.start_replication(slot_name=self.slot, decode=False, options=options)
         except psycopg2.errors.ObjectInUse as exc:
+            conn.close()
             raise SlotInUse(f"slot {self.slot} is in use by another capture: {exc.pgerror}") from None
+        # only once the slot is ours: a writer clears files no manifest names yet, which a capture that
+        # holds the slot may be about to name
+        self.writer = self._make_writer(*self._roll)
         marker = None
         if not follow:
             marker = uuid.uuid4().hex
