@@ -45,7 +45,9 @@ def test_the_snapshot_dag_is_wired_and_its_form_is_described(airflow_db: str) ->
         assert before in dag.get_task(after).upstream_task_ids, (before, after)
     # after the snapshot only the previous step is upstream: a fully stopped snapshot skips the rest
     assert dag.get_task("drain").upstream_task_ids == {"snapshot"}
-    assert type(dag.get_task("reconcile")).__name__ == "SparkSubmitOperator"
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    assert isinstance(dag.get_task("reconcile"), SparkSubmitOperator)
     assert dag.get_task("reconcile")._conn_id == "spark_default"
     assert dag.get_task("wait_for_stream").deferrable
     for name, param in dag.params.items():

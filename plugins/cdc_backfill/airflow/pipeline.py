@@ -12,17 +12,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import TriggerRule
 
 from cdc_backfill.airflow.operators import (
     CdcCaptureDrainOperator,
     CdcExecuteSnapshotOperator,
+    CdcReconcileOperator,
     CdcRereadOperator,
     CdcSnapshotOperator,
     CdcValidateSnapshotOperator,
     CdcVerifyOperator,
-    prepare_runtime,
 )
 from cdc_backfill.airflow.sensors import CdcWindowsClosedSensor
 
@@ -118,13 +117,12 @@ def snapshot_pipeline(
     }  # fmt: skip
     if not reconcile:
         return tasks
-    reconcile_task = SparkSubmitOperator(
+    reconcile_task = CdcReconcileOperator(
         task_id="reconcile",
         conn_id=spark_conn_id,
         application=pulled("validate", "reconcile_application"),
         application_args=pulled("validate", "reconcile_args"),
         name="cdc_backfill_reconcile",
-        pre_execute=prepare_runtime,
         trigger_rule=AFTER_SNAPSHOT,
     )
     # rows the stream never sent a value for: their keys are re-read by a snapshot of their own

@@ -6,6 +6,7 @@ or asked for no verify. Everything else either succeeds or fails with the reason
 
 from cdc_backfill.airflow.operators.base import prepare_runtime
 from cdc_backfill.airflow.operators.capture import CdcCaptureDrainOperator
+from cdc_backfill.airflow.operators.reconcile import CdcReconcileOperator
 from cdc_backfill.airflow.operators.reread import CdcRereadOperator
 from cdc_backfill.airflow.operators.signals import (
     CdcExecuteSnapshotOperator,
@@ -18,6 +19,7 @@ from cdc_backfill.airflow.operators.verify import CdcVerifyOperator
 __all__ = [
     "CdcCaptureDrainOperator",
     "CdcExecuteSnapshotOperator",
+    "CdcReconcileOperator",
     "CdcRereadOperator",
     "CdcSnapshotOperator",
     "CdcStopSnapshotOperator",

@@ -15,7 +15,7 @@ from cdc_backfill.airflow.hooks import CdcSourceHook
 log = logging.getLogger(__name__)
 
 
-def prepare_runtime(context: Context | None = None) -> None:
+def prepare_runtime(context: Context | None = None, spark_conn_id: str | None = None) -> None:
     """``pre_execute`` of tasks that start Java or Spark: the embedded defaults (JAVA_HOME, SPARK_HOME,
     the venv's bin on PATH for spark-submit) in the worker, without overwriting what is set; Spark's
     JVM log at WARN (the task log shows the job's own steps, not hundreds of INFO lines)."""
@@ -27,8 +27,7 @@ def prepare_runtime(context: Context | None = None) -> None:
     os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options())
     # a local master binds to the loopback address, as `cdc-backfill reconcile` does (else Spark warns
     # twice in the task log that the host name resolves to one)
-    conn_id = getattr((context or {}).get("task"), "conn_id", None)
-    if conn_id and _spark_host(str(conn_id)).startswith("local"):
+    if spark_conn_id and _spark_host(spark_conn_id).startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
