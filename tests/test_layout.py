@@ -50,6 +50,7 @@ PURE_MODULES = [
     "cdc_backfill.cli.verify",
     "cdc_backfill.reconcile.runs",
     "cdc_backfill.verify.compare",
+    "cdc_backfill.verify.recheck",
     "cdc_backfill.verify.forms",
     "cdc_backfill.verify.ranges",
     "cdc_backfill.verify.repair",

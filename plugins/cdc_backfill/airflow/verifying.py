@@ -5,7 +5,7 @@ only when called."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,26 +13,6 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 log = logging.getLogger(__name__)
-
-
-def catch_up_for(
-    capture: str | None, url: str, landing: Path | None, signal_table: str | None
-) -> tuple[Callable[[int], None] | None, str | None]:
-    """How the DAG's capture makes the landing pass a position, or why verify is not at one position:
-    ``drain`` drains the landing's slot (or waits for a capture that follows it), ``external`` waits for
-    the capture that follows it; Debezium's positions do not say which transactions a snapshot holds."""
-    from cdc_backfill.capture.catch_up import CatchUpError, catch_up_native, wait_for_fence
-
-    if landing is None:
-        return None, "no landing zone given to the verify task"
-    if capture == "debezium":
-        return None, "the landing is Debezium's: its positions cannot be matched to a snapshot's"
-    if capture == "external":
-        return (lambda _position: wait_for_fence(url, landing)), None
-    try:
-        return catch_up_native(url, landing, signal_table), None
-    except CatchUpError as exc:
-        return None, str(exc)
 
 
 def verify_collections(
@@ -55,19 +35,20 @@ def verify_collections(
     """
     from pyspark.sql import SparkSession
 
+    from cdc_backfill.capture.catch_up import reach
     from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.spark.verify_at import verify_collections as verify_here
     from cdc_backfill.verify.compare import render
 
-    catch_up, not_exact = catch_up_for(capture, url, landing, signal_table)
+    ways = reach(url, landing, signal_table, capture)
     existing = SparkSession.getActiveSession()
     spark = build_session("cdc_backfill_verify", master=master)  # reused by each comparison below
     reports = []
     try:
         done = verify_here(
-            url, engine, Path(state_dir), collections, ranges, landing=landing, catch_up=catch_up,
-            not_exact=not_exact, signal_collection=signal_table or DEFAULT_SIGNAL_COLLECTION, master=master,
+            url, engine, Path(state_dir), collections, ranges, landing=landing, catch_up=ways.catch_up,
+            refresh=ways.refresh, not_exact=ways.not_exact, signal_collection=signal_table or DEFAULT_SIGNAL_COLLECTION, master=master,
         )  # fmt: skip
         for item in done:
             report = item.report
@@ -77,6 +58,7 @@ def verify_collections(
                     "collection": report.collection,
                     "all_equal": report.all_equal,
                     "differing": report.differing,
+                    "changing": list(report.changing),
                     "summary": report.summary(),
                     "verdict": render(report).splitlines()[-1],
                     "position": report.extra.get("position"),

@@ -8,10 +8,12 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_backfill.capture.binding import read_landing_meta
+from cdc_backfill.capture.binding import SlotBindingError, read_landing_meta
 from cdc_backfill.capture.debezium_config import DEFAULT_SLOT as DEBEZIUM_SLOT
+from cdc_backfill.capture.debezium_config import written_by_debezium
 from cdc_backfill.capture.fence import emit_fence, stream_passed
 from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, CaptureError, SlotInUse
@@ -103,3 +105,66 @@ def catch_up_native(
             wait_for_fence(url, landing, timeout)
 
     return catch_up
+
+
+def debezium_refresh(url: str, landing: Path, signal_table: str | None = None) -> Callable[[], None]:
+    """Bring a Debezium landing up to now for verify: Debezium's drain, run as its command is (its own
+    JVM, in a process of its own); the batches it lands are ingested by the caller's session."""
+    import os
+    import subprocess
+    import sys
+
+    from cdc_backfill.config import SOURCE_URL_ENV
+
+    sig = ["--signal-table", signal_table] if signal_table else []
+    cmd = [sys.executable, "-m", "cdc_backfill.cli", "capture", "debezium", "--landing", str(landing), *sig]
+
+    def refresh() -> None:
+        env = {**os.environ, SOURCE_URL_ENV: url}  # not on the command line, where ps shows a password
+        res = subprocess.run([*cmd, "--drain"], env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+            raise CatchUpError(f"Debezium's drain of {landing} failed: {last}")
+        log.info(
+            "drained %s with Debezium: %s", landing, res.stdout.strip().splitlines()[0] if res.stdout else ""
+        )
+
+    return refresh
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How verify makes a landing hold the stream: past an exact position (``catch_up``), else up to now
+    (``refresh``) with why it is not at one position (``not_exact``)."""
+
+    catch_up: Callable[[int], None] | None = None
+    refresh: Callable[[], None] | None = None
+    not_exact: str | None = None
+
+
+def reach(
+    url: str, landing: Path | None, signal_table: str | None = None, capture: str | None = None
+) -> Reach:
+    """What verify can do with ``landing`` (the CLI and the DAG's verify task): ``capture`` is how the
+    landing is written, ``external`` (a capture follows the slot: wait for a fence), ``debezium``, or
+    ``drain``/None (by what the landing is bound to: drain the native slot, or Debezium's)."""
+    if landing is None:
+        return Reach(not_exact="no landing zone: give one to verify both sides at one position")
+    if not url.startswith(("postgresql", "postgres")):
+        return Reach(not_exact="only a PostgreSQL source gives a snapshot at an exact position")
+    if capture == "external":
+        return Reach(catch_up=lambda _position: wait_for_fence(url, landing))
+    try:
+        slots = (read_landing_meta(landing) or {}).get("slots", {})
+    except SlotBindingError as exc:
+        return Reach(not_exact=str(exc))
+    native = [s for s in slots if s != DEBEZIUM_SLOT]
+    if capture == "debezium" or (capture in (None, "drain") and not native and written_by_debezium(landing)):
+        return Reach(
+            refresh=debezium_refresh(url, landing, signal_table),
+            not_exact="the landing is Debezium's: its positions cannot be matched to a snapshot's",
+        )
+    try:
+        return Reach(catch_up=catch_up_native(url, landing, signal_table))
+    except CatchUpError as exc:
+        return Reach(not_exact=str(exc))

@@ -80,6 +80,11 @@ def history_file(landing: Path, name: str) -> Path:
     return Path(landing) / "_debezium" / f"{name}.history"
 
 
+def written_by_debezium(landing: Path) -> bool:
+    """Has Debezium's connector landed into ``landing``? (It keeps its offsets there.)"""
+    return any(offsets_file(landing, "*").parent.glob("*.offsets"))
+
+
 def signal_collection(connector: str, signal_table: str, database: str) -> str:
     """``signal.data.collection`` as the connector reads it; refuses a name it would ignore."""
     parts = signal_table.split(".")

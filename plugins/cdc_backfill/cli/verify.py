@@ -21,7 +21,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.layout import CURRENT, collection_dir
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from cdc_backfill.verify.source import SourceSide
 
 log = logging.getLogger(__name__)
+
+CHANGING = 4  # exit status: nothing known to differ, some ranges kept changing while verified
 
 VERIFY_EPILOG = f"""examples (every option):
   cdc-backfill verify --source postgresql+psycopg2://cdc@db:5432/app --state state/ --collection public.orders
@@ -52,8 +54,12 @@ The landing is --landing DIR, else the one the state's last reconcile read.
 --repair re-reads the differing ranges; keys the source no longer has go when that snapshot finishes.
 --repair --wait --landing DIR runs the snapshot, the drain, the reconcile and verify again; without
 --wait, --repair prints those commands.
+Where no exact position can be had (a Debezium landing, no landing), the source is read now and the
+state advanced over the landed stream; a range that differs is re-checked after the landing is brought
+up to now, and one whose source kept changing meanwhile is reported apart: "kept changing while verified".
 Exit status: 0 every range equal, 1 some ranges differ, 2 cannot verify or repair (the reason is
-printed), 3 the source cannot be reached. --ranges: 1 to {MAX_RANGES:,}.
+printed), 3 the source cannot be reached, 4 no range known to differ but some kept changing while
+verified (verify again when writes pause). --ranges: 1 to {MAX_RANGES:,}.
 """
 
 
@@ -73,11 +79,16 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     state = Path(args.state).absolute()
     url = require_source_url(args.source)
     engine = source_engine(url, pool_pre_ping=True)
-    landing, catch_up, not_exact = _stream(args, url, state)
+    from cdc_backfill.capture.catch_up import reach
+    from cdc_backfill.reconcile.runs import last_landing
+
+    # the landing given, else the one the state's last reconcile read
+    landing = Path(args.landing).absolute() if args.landing else last_landing(state)
+    ways = reach(url, landing, args.signal_table)
     try:
         [done] = verify_collections(
-            url, engine, state, [args.collection], args.ranges, landing=landing, catch_up=catch_up,
-            not_exact=not_exact, signal_collection=args.signal_table or DEFAULT_SIGNAL_COLLECTION,
+            url, engine, state, [args.collection], args.ranges, landing=landing, catch_up=ways.catch_up,
+            refresh=ways.refresh, not_exact=ways.not_exact, signal_collection=args.signal_table or DEFAULT_SIGNAL_COLLECTION,
             master=args.master,
         )  # fmt: skip
     except (VerifyError, CaptureError, LandingError) as exc:
@@ -92,7 +103,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     )
     repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
     hint = None
-    if not args.repair and not report.all_equal:
+    if not args.repair and report.differing:
         from cdc_backfill.verify.steps import repair_command
 
         command, note = repair_command(
@@ -116,24 +127,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         return repaired
     if args.wait and repair_id is not None:
         return _complete(args, repair_id)
-    return 0 if report.all_equal else 1
-
-
-def _stream(args: argparse.Namespace, url: str, state: Path) -> tuple[Path | None, Any, str | None]:
-    """(the landing, how to make it pass a position, why verify is not at one position): the landing
-    given, else the one the state's last reconcile read; drained, or waited for while a capture follows."""
-    from cdc_backfill.capture.catch_up import CatchUpError, catch_up_native
-    from cdc_backfill.reconcile.runs import last_landing
-
-    landing = Path(args.landing).absolute() if args.landing else last_landing(state)
-    if landing is None:
-        return None, None, "no landing zone: give --landing DIR to verify both at one position"
-    if not url.startswith(("postgresql", "postgres")):
-        return landing, None, "only a PostgreSQL source gives a snapshot at an exact position"
-    try:
-        return landing, catch_up_native(url, landing, args.signal_table), None
-    except CatchUpError as exc:
-        return landing, None, str(exc)
+    return 0 if report.all_equal else (1 if report.differing else CHANGING)
 
 
 def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> tuple[int, str | None]:
@@ -142,8 +136,11 @@ def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Repo
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.verify.repair import send_repair
 
-    if report.all_equal:
+    if not report.differing:
         report.extra["repair"] = None
+        if report.changing:
+            print("nothing known to differ to repair: verify again when writes pause", file=sys.stderr)
+            return CHANGING, None
         print("nothing to repair: every range is equal", file=sys.stderr)
         return 0, None
     try:

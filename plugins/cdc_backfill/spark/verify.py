@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.verify import forms
-from cdc_backfill.verify.compare import Report
+from cdc_backfill.verify.compare import RangeStats, Report
 from cdc_backfill.verify.ranges import Bound, KeyRange
 from cdc_backfill.verify.source import SourceSide
 
@@ -175,8 +175,17 @@ def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -
 
 def compare_frame(state: DataFrame, source: SourceSide) -> Report:
     """A state's rows (a version read, or one computed: ``spark.verify_at``) against the source's ranges."""
+    from cdc_backfill.verify.compare import compare
+
+    table = source.table
+    stats = frame_stats(state, source)
+    return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
+
+
+def frame_stats(state: DataFrame, source: SourceSide) -> dict[int, RangeStats]:
+    """A state's count and hash per range of the source's read (its columns must be the source's)."""
     from cdc_backfill.verify import VerifyError
-    from cdc_backfill.verify.compare import RangeStats, compare
+    from cdc_backfill.verify.compare import RangeStats
     from cdc_backfill.verify.forms import visible
 
     table = source.table
@@ -188,8 +197,7 @@ def compare_frame(state: DataFrame, source: SourceSide) -> Report:
             f"{sorted(in_state - in_source)}; a re-snapshot cannot change that: rebuild the state"
         )
     rows = range_stats(state, table.columns, table.key, source.ranges).collect()
-    stats = {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
-    return compare(table.collection, [c.name for c in table.key], source.ranges, source.stats, stats)
+    return {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
 
 
 def no_state_reason(state_dir: Path, collection: str) -> str:

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog.schema import POSITION
 from cdc_backfill.reconcile.columns import collection_columns
-from cdc_backfill.reconcile.runs import landed_log_files, plan_run
+from cdc_backfill.reconcile.runs import RunInput, landed_log_files, plan_run
 from cdc_backfill.spark.job import run_rows
 from cdc_backfill.spark.positions import key_literal
 from cdc_backfill.spark.runs import read_run, reconcile_run
@@ -58,26 +58,40 @@ def state_at(
     landing: Path,
     state_dir: Path,
     collection: str,
-    position: int,
+    position: int | None,
     signal_collection: str,
 ) -> tuple[DataFrame, Callable[[], None]]:
-    """The collection's state advanced to P, and what releases what computing it cached."""
+    """The collection's state advanced to P (None: over everything landed), and what releases what
+    computing it cached."""
     previous = current_path(state_dir, collection)
     if previous is None:
         raise VerifyError(no_state_reason(state_dir, collection))
     run = plan_run(landing, collection, previous.resolve())
+    if position is None:
+        return _advanced(spark, landing, run, collection, signal_collection, None)
     if run.meta.position is not None and run.meta.position >= (position,):
         raise VerifyError(
             f"{collection}: the state is past the position verify read the source at (a reconcile ran "
             "meanwhile): verify again"
         )
+    return _advanced(spark, landing, run, collection, signal_collection, position)
+
+
+def _advanced(
+    spark: SparkSession,
+    landing: Path,
+    run: RunInput,
+    collection: str,
+    signal_collection: str,
+    position: int | None,
+) -> tuple[DataFrame, Callable[[], None]]:
     columns, key = collection_columns(landing, collection)
     files = landed_log_files(landing, run.meta.position).files
     rows, signals = run_rows(spark, landing, run, columns, key, signal_collection, files)
     frames = read_run(spark, run, columns, key, signal_collection)
-    result = reconcile_run(
-        run, rows.where(before(position)), signals.where(before(position)), frames, columns, key
-    )
+    if position is not None:
+        rows, signals = rows.where(before(position)), signals.where(before(position))
+    result = reconcile_run(run, rows, signals, frames, columns, key)
     return result.state, result.release
 
 
@@ -131,16 +145,18 @@ def verify_collections(
     *,
     landing: Path | None,
     catch_up: Callable[[int], None] | None,
+    refresh: Callable[[], None] | None = None,
     not_exact: str | None = None,
     signal_collection: str,
     master: str = "local[*]",
 ) -> list[AtPosition]:
     """What the CLI, the DAG's verify task and the repair call: at one position when there is a way to
-    make the landing pass it (``catch_up``), else the source read now against the state as it is, each
-    report saying so (``not_at_position``: ``not_exact``, or why the source could not export a position).
+    make the landing pass it (``catch_up``); else the source read now against the state advanced over
+    the landed stream, the differing ranges re-checked after ``refresh`` brings the landing up to now
+    (``spark.verify_now``), each report saying why it is not at one position (``not_at_position``).
     """
     from cdc_backfill.pg.exported import ExportError
-    from cdc_backfill.spark.verify import verify_collection
+    from cdc_backfill.spark.verify_now import verify_now
 
     if catch_up is not None and landing is not None:
         try:
@@ -149,9 +165,10 @@ def verify_collections(
             )
         except ExportError as exc:
             not_exact = str(exc)
-    out = []
-    for coll in collections:
-        source, report = verify_collection(engine, state_dir, coll, ranges, master)
-        extra = {**report.extra, "not_at_position": not_exact or "no landing zone to read the stream from"}
-        out.append(AtPosition(source, replace(report, extra=extra)))
-    return out
+    if refresh is None and catch_up is not None:
+        refresh = lambda: catch_up(0)  # noqa: E731  (what passes a position brings the landing up to now)
+    return verify_now(
+        engine, landing, state_dir, collections, ranges, refresh=refresh,
+        not_exact=not_exact or "no landing zone to read the stream from", signal_collection=signal_collection,
+        master=master,
+    )  # fmt: skip

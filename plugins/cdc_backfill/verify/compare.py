@@ -45,20 +45,24 @@ class Report:
     key: tuple[str, ...]
     results: tuple[RangeResult, ...]
     extra: dict[str, Any] = field(default_factory=dict)  # where the two sides were read from, the repair
+    # ranges that kept changing while verified (not at one position: ``verify.recheck``): not equal, and
+    # not known to differ either
+    changing: tuple[int, ...] = ()
 
     @property
     def differing(self) -> list[int]:
-        return [r.range.index for r in self.results if not r.equal]
+        return [r.range.index for r in self.results if not r.equal and r.range.index not in self.changing]
 
     @property
     def all_equal(self) -> bool:
-        return not self.differing
+        return not self.differing and not self.changing
 
     def summary(self) -> dict[str, Any]:
         return {
             "ranges": len(self.results),
-            "equal": len(self.results) - len(self.differing),
+            "equal": len(self.results) - len(self.differing) - len(self.changing),
             "differing": len(self.differing),
+            "changing": len(self.changing),
             "source_rows": sum(r.source.rows for r in self.results),
             "state_rows": sum(r.state.rows for r in self.results),
         }
@@ -71,6 +75,7 @@ class Report:
             "all_equal": self.all_equal,
             "summary": self.summary(),
             "differing": self.differing,
+            "changing": list(self.changing),
             "ranges": [r.to_dict() for r in self.results],
         }
 
@@ -106,7 +111,7 @@ def render(report: Report) -> str:
                 _label(r.hi.label()) if r.hi else "(end)",
                 f"{res.source.rows:,}",
                 f"{res.state.rows:,}",
-                "yes" if res.equal else "NO",
+                "yes" if res.equal else ("changing" if r.index in report.changing else "NO"),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -118,11 +123,7 @@ def render(report: Report) -> str:
         for row in rows
     ]
     s = report.summary()
-    verdict = (
-        "every range equal"
-        if report.all_equal
-        else f"{s['differing']} of {s['ranges']} ranges differ: {', '.join(map(str, report.differing))}"
-    )
+    verdict = "; ".join(_verdicts(report)) or "every range equal"
     lines.append("")
     lines.append(
         f"{report.collection} (key {', '.join(report.key)}): {s['source_rows']:,} rows in the source, "
@@ -136,5 +137,23 @@ def _when(report: Report) -> str:
     if report.extra.get("position"):
         return f", both as of position {report.extra['position']}"
     if report.extra.get("not_at_position"):
-        return " (the source read now, the state as of its last reconcile)"
+        state = report.extra.get("state_as_of", "its last reconcile")
+        return f" (not at one position: the source read now, the state as of {state})"
     return ""
+
+
+def _verdicts(report: Report) -> list[str]:
+    s = report.summary()
+    out = []
+    if report.differing:
+        out.append(
+            f"{s['differing']} of {s['ranges']} ranges differ: {', '.join(map(str, report.differing))}"
+        )
+        if report.extra.get("not_caught_up"):
+            out[-1] += " (the landing could not be brought up to now: they may only be behind)"
+    if report.changing:
+        out.append(
+            f"{s['changing']} of {s['ranges']} kept changing while verified: "
+            f"{', '.join(map(str, report.changing))} (not known to differ: verify again when writes pause)"
+        )
+    return out

@@ -84,6 +84,18 @@ def read_source(
                 bounds.append(Bound(tuple(r[0::2]), tuple(r[1::2])))
         cut = key_ranges(bounds)
         log.info("%s: %s rows, %s ranges", collection, count, len(cut))
-        sql = stats_sql(table.schema, table.name, table.columns, table.key, cut)
-        stats = {int(r[0]): RangeStats(int(r[1]), int(r[2])) for r in _run(conn, sql)}
+        stats = _stats(conn, table, cut)
     return SourceSide(table, cut, stats)
+
+
+def read_stats(engine: sa.Engine, side: SourceSide) -> dict[int, RangeStats]:
+    """The ranges of an earlier read counted and hashed again, now (a re-check: ``verify.recheck``)."""
+    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+        for stmt in settings_statements():
+            _run(conn, stmt)
+        return _stats(conn, side.table, side.ranges)
+
+
+def _stats(conn: sa.Connection, table: SourceTable, cut: list[KeyRange]) -> dict[int, RangeStats]:
+    sql = stats_sql(table.schema, table.name, table.columns, table.key, cut)
+    return {int(r[0]): RangeStats(int(r[1]), int(r[2])) for r in _run(conn, sql)}
