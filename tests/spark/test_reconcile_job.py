@@ -50,6 +50,7 @@ def run_reconcile(landing: Path, state: Path) -> dict:
     assert res.returncode == 0, "\n".join(line for line in res.stderr.splitlines() if " INFO " not in line)[
         -3000:
     ]
+    assert "Using incubator modules" not in res.stderr  # the JVM's own noise is not relayed
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

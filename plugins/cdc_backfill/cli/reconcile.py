@@ -101,13 +101,16 @@ def submit_and_relay(
     """Run a job's spark-submit; its exit code. spark-submit merges the job's stderr into its stdout:
     the step lines go back to stderr, and stdout carries only the run summary (one JSON line), as a
     script reading it expects."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    from cdc_backfill.spark.log4j import is_jvm_noise
+
+    # the JVM's own stderr too, so that its noise (``is_jvm_noise``) is left out
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     summary = None
     assert proc.stdout is not None
     for line in proc.stdout:
         if is_summary_line(line):
             summary = line
-        else:
+        elif not is_jvm_noise(line):
             sys.stderr.write(line)
             sys.stderr.flush()
     code = proc.wait()

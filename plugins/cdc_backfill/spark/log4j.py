@@ -60,3 +60,13 @@ def with_driver_java_options(conf: dict[str, str]) -> dict[str, str]:
         return conf
     key = "spark.driver.extraJavaOptions"
     return {**conf, key: f"{conf[key]} {option}" if conf.get(key) else option}
+
+
+# Spark's launcher adds ``--add-modules=jdk.incubator.vector`` to every driver JVM, and the JVM then
+# prints this to stderr, with no setting to turn it off: people read it as an error in task logs.
+JVM_NOISE = ("WARNING: Using incubator modules:",)
+
+
+def is_jvm_noise(line: str) -> bool:
+    """A line the JVM prints on its own that says nothing about the run (pure)."""
+    return line.startswith(JVM_NOISE)

@@ -11,7 +11,7 @@ import os
 from pyspark.sql import SparkSession
 
 from cdc_backfill.runtime import apply_defaults
-from cdc_backfill.spark.log4j import spark_log_level, with_driver_java_options
+from cdc_backfill.spark.log4j import is_jvm_noise, spark_log_level, with_driver_java_options
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +87,42 @@ def build_session(
         return existing
     builder = SparkSession.builder.appName(app_name).master(master)
     # Spark's JVM log at WARN: the driver runs here whatever the master
-    for key, value in with_driver_java_options(session_conf(master, conf)).items():
+    settings = with_driver_java_options(session_conf(master, conf))
+    _launch_gateway({"spark.master": master, "spark.app.name": app_name, **settings})
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(spark_log_level())
     log.info("Spark %s session on %s", spark.version, master)
     return spark
+
+
+def _launch_gateway(settings: dict[str, str]) -> None:
+    """Start the driver's JVM as pyspark would, but with its stderr relayed line by line without the
+    JVM's own noise (``log4j.is_jvm_noise``). Not when a JVM is up already (a session stopped earlier in
+    this process, or spark-submit's)."""
+    import subprocess
+    import sys
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    stream = gateway.proc.stderr
+
+    def relay() -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            if not is_jvm_noise(line):
+                try:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                except (OSError, ValueError):  # a stream closed at exit: keep draining the pipe
+                    pass
+
+    threading.Thread(target=relay, name="spark-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
