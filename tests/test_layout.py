@@ -31,6 +31,7 @@ PURE_MODULES = [
     "cdc_backfill.signals",
     "cdc_backfill.signals.store",
     "cdc_backfill.signals.tables",
+    "cdc_backfill.signals.states",
     "cdc_backfill.cli",
     "cdc_backfill.cli.signals",
     "cdc_backfill.capture.postgres",

@@ -16,6 +16,7 @@ from airflow.sdk import BaseHook
 
 from cdc_backfill.airflow.defaults import SOURCE_CONN_ID
 from cdc_backfill.config import config_files, mask_url, resolve_source, source_engine, sqlalchemy_url
+from cdc_backfill.signals.states import ACTIVE, SignalStatus
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -157,7 +158,7 @@ class CdcSourceHook(BaseHook):
             return {
                 v.id: list(v.collections)
                 for v in store.list()
-                if v.type == EXECUTE and v.status in ("received", "accepted", "running", "paused")
+                if v.type == EXECUTE and v.status in (SignalStatus.RECEIVED, *ACTIVE)
             }
 
     def paused_signals(self) -> frozenset[str]:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal, chunk_of
+from cdc_backfill.signals.states import FINISHED, rollup
 from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.progress import RangeProgress
-from cdc_backfill.snapshot.status import rollup
 from cdc_backfill.spark.submit import reconcile_command
 from cdc_backfill.verify.steps import repair_command
 
@@ -23,7 +23,6 @@ ENGINES = ("native", "debezium")
 MAX_CHUNK_SIZE = CHUNK_MAX
 MAX_READERS = 16  # per collection: each reader holds a connection and a chunk
 CAPTURES = ("drain", "external", "debezium")
-FINISHED = ("done", "stopped", "failed")
 
 
 def as_list(value: Any) -> list[str]:

@@ -37,10 +37,10 @@ from cdc_backfill.capture.debezium_landing import (
     snapshot_notification,
     snapshot_outcomes,
 )
+from cdc_backfill.signals.marks import DRAIN_PREFIX
 
 log = logging.getLogger(__name__)
 
-DRAIN_PREFIX = "cdc_backfill_drain"
 MARKER_EVERY_S = 2.0
 CLOSE_WAIT_S = 60.0
 LOG4J_CONFIG = Path(__file__).with_name("debezium-log4j2.properties")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cdc_backfill.signals.marks import FENCE_PREFIX
+
 if TYPE_CHECKING:
     import sqlalchemy as sa
-
-FENCE_PREFIX = "cdc_backfill.fence"  # logical-decoding message prefix of a fence
 
 
 def emit_fence(engine: sa.Engine, label: str) -> int:

@@ -68,6 +68,7 @@ from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.catalog import array_element, primary_key_of, type_name
 from cdc_backfill.pg.connect import libpq_dsn
 from cdc_backfill.pg.fastpath import column_kind
+from cdc_backfill.signals.marks import DRAIN_PREFIX
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.tables import PROGRESS_TABLE
 
@@ -75,7 +76,6 @@ __all__ = [
     "CRASH_ENV",
     "DEFAULT_PUBLICATION",
     "DEFAULT_SLOT",
-    "DRAIN_PREFIX",
     "CaptureError",
     "PostgresCapture",
     "capture_status",
@@ -83,7 +83,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DRAIN_PREFIX = "cdc_backfill.drain"
 # Fault injection for tests: the process kills itself (SIGKILL) at the named step.
 CRASH_ENV = "CDC_BACKFILL_CAPTURE_CRASH_AT"
 _RELID = struct.Struct(">I")

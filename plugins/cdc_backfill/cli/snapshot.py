@@ -52,7 +52,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _failed(statuses: list[CollectionStatus]) -> set[tuple[str, str]]:
-    return {(s.signal_id, s.collection) for s in statuses if s.status == "failed"}
+    from cdc_backfill.signals.states import RangeStatus
+
+    return {(s.signal_id, s.collection) for s in statuses if s.status == RangeStatus.FAILED}
 
 
 def _cmd_status(args: argparse.Namespace) -> int:

@@ -1,6 +1,8 @@
-"""The native engine's start and done rows around one collection of a snapshot (DESIGN.md §6 rule 7),
+"""What the stream carries besides the changes (pure): the data of a chunk's watermark rows, the
+native engine's start and done rows around one collection of a snapshot (DESIGN.md §6 rule 7),
 written into the signal table like the watermarks, so that the stream tells the reconcile where the
-snapshot started (its P0) and that it finished; pure.
+snapshot started (its P0) and that it finished, and the prefixes of the captures' drain and fence
+messages. The ids and types of the signal rows are in ``signals.model``.
 
 - ``<uuid>-start``, type ``snapshot-collection-start``: committed before the engine fixes the
   collection's largest key.
@@ -33,8 +35,20 @@ K_CONDITION_OMITTED = "additional-condition-omitted"  # too long for the signal 
 K_DIALECT = "dialect"  # the condition's SQL dialect (SQLAlchemy's name)
 
 
-def start_data(collection: str, signal: str) -> str:
+# Logical-decoding messages the captures write into the stream (PostgreSQL), beside the signal rows:
+# a drain's end marker (every capture, native or Debezium: never landed as an event) and a fence
+# (landed as an event of its own transaction: ``capture.fence``).
+DRAIN_PREFIX = "cdc_backfill.drain"
+FENCE_PREFIX = "cdc_backfill.fence"
+
+
+def window_data(collection: str, signal: str) -> str:
+    """The data of a chunk's two watermark rows (``signals.model.open_id`` / ``close_id``)."""
     return json.dumps({K_FOR: collection, K_SIGNAL: signal})
+
+
+def start_data(collection: str, signal: str) -> str:
+    return window_data(collection, signal)
 
 
 def ended_data(collection: str, signal: str, status: str) -> str:

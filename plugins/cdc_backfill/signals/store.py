@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
 from cdc_backfill.signals.model import ENGINE_TYPES, Signal, SignalError, check_row_limits
+from cdc_backfill.signals.states import SignalStatus
 from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name, utc_now
 from cdc_backfill.signals.validate import ValidatedSignal, validate
 
@@ -140,7 +141,7 @@ class SignalStore:
                         signal_id=signal.id,
                         type=signal.type,
                         collections=json.dumps(list(validated.collections)),
-                        status="accepted",
+                        status=SignalStatus.ACCEPTED,
                         received_at=now,
                         updated_at=now,
                     )
@@ -225,24 +226,28 @@ class SignalStore:
             if id_ in seen:
                 continue
             if isinstance(parsed, SignalError):
-                self.set_status(id_, "rejected", type="?", reason=str(parsed))
+                self.set_status(id_, SignalStatus.REJECTED, type="?", reason=str(parsed))
                 out.append((id_, parsed))
                 continue
             catalog = catalog or self.catalog()
             try:
                 validated = validate(parsed, catalog, self.protected)
             except SignalError as exc:
-                self.set_status(id_, "rejected", type=parsed.type, reason=str(exc))
+                self.set_status(id_, SignalStatus.REJECTED, type=parsed.type, reason=str(exc))
                 out.append((id_, exc))
                 continue
             if parsed.type == "execute-snapshot" and not validated.plans:
                 reason = "; ".join(validated.errors.values())
-                self.set_status(id_, "rejected", type=parsed.type, reason=reason)
+                self.set_status(id_, SignalStatus.REJECTED, type=parsed.type, reason=reason)
                 out.append((id_, SignalError(reason)))
                 continue
             reason = "; ".join(validated.errors.values()) or None
             self.set_status(
-                id_, "accepted", type=parsed.type, reason=reason, collections=list(validated.collections)
+                id_,
+                SignalStatus.ACCEPTED,
+                type=parsed.type,
+                reason=reason,
+                collections=list(validated.collections),
             )
             out.append((id_, validated))
         return out
@@ -252,7 +257,9 @@ class SignalStore:
         with self.engine.connect() as conn:
             if not sa.inspect(conn).has_table(self.status.name, schema=self.status.schema):
                 return frozenset()
-            rows = conn.execute(sa.select(self.status.c.signal_id).where(self.status.c.status == "paused"))
+            rows = conn.execute(
+                sa.select(self.status.c.signal_id).where(self.status.c.status == SignalStatus.PAUSED)
+            )
             return frozenset(r[0] for r in rows)
 
     def list(self) -> list[SignalView]:
@@ -267,7 +274,9 @@ class SignalStore:
             st = statuses.get(id_)
             if isinstance(parsed, SignalError):
                 views.append(
-                    SignalView(id_, "?", [], st.status if st else "rejected", None, _ts(st), str(parsed))
+                    SignalView(
+                        id_, "?", [], st.status if st else SignalStatus.REJECTED, None, _ts(st), str(parsed)
+                    )
                 )
                 continue
             collections = (
@@ -278,7 +287,7 @@ class SignalStore:
                     id_,
                     parsed.type,
                     collections,
-                    st.status if st is not None else "received",
+                    st.status if st is not None else SignalStatus.RECEIVED,
                     json.loads(st.progress) if st is not None and st.progress else None,
                     _ts(st),
                     st.reason if st is not None else None,

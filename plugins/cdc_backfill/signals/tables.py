@@ -30,9 +30,6 @@ DIALECTS: dict[str, sa.engine.Dialect] = {
     "mysql": mysql.dialect(),
 }
 
-# Statuses a signal goes through. received: in the table, not yet seen by the engine.
-STATUSES = ("received", "accepted", "running", "paused", "done", "stopped", "failed", "rejected")
-
 
 def utc_now() -> dt.datetime:
     """The time written into the bookkeeping tables' DateTime columns: UTC, without a zone."""

@@ -14,15 +14,12 @@ import sqlalchemy as sa
 
 from cdc_backfill.signals.marks import ENDED_SUFFIX, ended_data
 from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, SNAPSHOT_ENDED, STOP, Signal, SignalError
+from cdc_backfill.signals.states import ACTIVE, FINISHED, RangeStatus, SignalStatus, signal_rollup
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import CollectionPlan, validate
 from cdc_backfill.snapshot.progress import ProgressStore
-from cdc_backfill.snapshot.status import signal_rollup
 
 log = logging.getLogger(__name__)
-
-ACTIVE = ("accepted", "running", "paused")  # an execute signal's statuses while it has work
-FINISHED = ("done", "stopped", "failed")  # a range's statuses once it has none
 
 
 @dataclass
@@ -63,11 +60,13 @@ class SignalControl:
                 paused = True
             elif sig.type == RESUME:
                 paused = False
-            if sig.type in (PAUSE, RESUME) and row.status == "accepted":
-                self.signals.set_status(sig.id, "done")
-            if sig.type == STOP and row.status == "accepted":
+            if sig.type in (PAUSE, RESUME) and row.status == SignalStatus.ACCEPTED:
+                self.signals.set_status(sig.id, SignalStatus.DONE)
+            if sig.type == STOP and row.status == SignalStatus.ACCEPTED:
                 self.apply_stop(sig, statuses, parsed)
-        stopped = {(p.signal_id, p.collection) for p in self.progress.ranges() if p.status == "stopped"}
+        stopped = {
+            (p.signal_id, p.collection) for p in self.progress.ranges() if p.status == RangeStatus.STOPPED
+        }
         return Control(paused=paused, stopped=stopped)
 
     def apply_stop(self, stop: Signal, statuses: list[Any], parsed: dict[str, Signal]) -> None:
@@ -82,11 +81,11 @@ class SignalControl:
                 continue  # a stop applies to snapshots asked for before it
             for coll in json.loads(row.collections or "[]"):
                 if not patterns or any(p.fullmatch(coll) for p in patterns):
-                    self.end_collection(sig.id, coll, "stopped", f"stopped by {stop.id}")
+                    self.end_collection(sig.id, coll, RangeStatus.STOPPED, f"stopped by {stop.id}")
                     stopped.append(coll)
             self.refresh_signal(sig.id)
         self.signals.set_status(
-            stop.id, "done", reason=f"stopped: {', '.join(stopped) or 'nothing was running'}"
+            stop.id, SignalStatus.DONE, reason=f"stopped: {', '.join(stopped) or 'nothing was running'}"
         )
         log.info("stop %s applied to %s", stop.id, ", ".join(stopped) or "nothing")
 
@@ -119,28 +118,28 @@ class SignalControl:
             "chunks": sum(r.chunks_done for r in ranges),
             "rows": sum(r.rows_read for r in ranges),
             "collections_done": sum(
-                1 for c in planned if all(r.status == "done" for r in ranges if r.collection == c)
+                1 for c in planned if all(r.status == RangeStatus.DONE for r in ranges if r.collection == c)
             ),
             "collections": len(wanted),
         }
-        failed = [f"{r.collection}: {r.reason}" for r in ranges if r.status == "failed"]
+        failed = [f"{r.collection}: {r.reason}" for r in ranges if r.status == RangeStatus.FAILED]
         self.signals.set_status(signal_id, status, progress=progress, reason="; ".join(failed) or None)
 
     def mark_paused(self) -> None:
         for row in self.ordered_statuses():
-            if row.status in ("accepted", "running") and row.type == EXECUTE:
-                self.signals.set_status(row.signal_id, "paused")
+            if row.status in (SignalStatus.ACCEPTED, SignalStatus.RUNNING) and row.type == EXECUTE:
+                self.signals.set_status(row.signal_id, SignalStatus.PAUSED)
 
     def _fail_signal(self, row: Any, reason: str, finished: set[tuple[str, str]]) -> None:
         log.warning("signal %s cannot go on: %s", row.signal_id, reason)
         collections = json.loads(row.collections or "[]")
         for coll in collections:
             if (row.signal_id, coll) not in finished:
-                self.end_collection(row.signal_id, coll, "failed", reason)
+                self.end_collection(row.signal_id, coll, RangeStatus.FAILED, reason)
         if collections:
             self.refresh_signal(row.signal_id)
         else:
-            self.signals.set_status(row.signal_id, "failed", reason=reason)
+            self.signals.set_status(row.signal_id, SignalStatus.FAILED, reason=reason)
 
     def pending_work(self) -> list[tuple[Signal, CollectionPlan]]:
         """Accepted or running execute signals and their collections not finished yet, oldest first."""
@@ -167,7 +166,7 @@ class SignalControl:
                     work.append((sig, plan))
             for coll, reason in validated.errors.items():
                 if (sig.id, coll) not in finished:
-                    self.end_collection(sig.id, coll, "failed", reason)
+                    self.end_collection(sig.id, coll, RangeStatus.FAILED, reason)
             if not validated.plans:
                 self.refresh_signal(sig.id)
         return work

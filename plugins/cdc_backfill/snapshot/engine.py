@@ -16,7 +16,6 @@ takes ranges and every chunk keeps its own window. Memory: one chunk per reader.
 
 from __future__ import annotations
 
-import json
 import logging
 import signal as os_signal
 import threading
@@ -33,7 +32,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
 from cdc_backfill.pg.connect import SESSION_OPTIONS, libpq_dsn
-from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data
+from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data, window_data
 from cdc_backfill.signals.model import (
     SNAPSHOT_DONE,
     SNAPSHOT_START,
@@ -43,6 +42,7 @@ from cdc_backfill.signals.model import (
     close_id,
     open_id,
 )
+from cdc_backfill.signals.states import UNFINISHED, RangeStatus
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.signals.validate import CollectionPlan
@@ -171,9 +171,9 @@ class SnapshotEngine:
         except (SnapshotError, sa.exc.SQLAlchemyError) as exc:
             reason = str(exc).splitlines()[0]
             log.error("%s: %s", plan.collection, reason)
-            self.signal_control.end_collection(sig.id, plan.collection, "failed", reason)
+            self.signal_control.end_collection(sig.id, plan.collection, RangeStatus.FAILED, reason)
             return
-        todo = [r for r in ranges if r.status in ("pending", "running")]
+        todo = [r for r in ranges if r.status in UNFINISHED]
         log.info("%s: %s range(s) to read with %s reader(s)", plan.collection, len(todo), self.readers)
         queue = list(todo)
         lock = threading.Lock()
@@ -205,7 +205,7 @@ class SnapshotEngine:
                     self.progress.heartbeat(sig.id, plan.collection)
         if errors:
             reason = f"{type(errors[0]).__name__}: {str(errors[0]).splitlines()[0] if str(errors[0]) else ''}"
-            self.signal_control.end_collection(sig.id, plan.collection, "failed", reason)
+            self.signal_control.end_collection(sig.id, plan.collection, RangeStatus.FAILED, reason)
             log.error("%s failed: %s", plan.collection, reason)
             return
         self._finish(sig, plan)
@@ -223,7 +223,7 @@ class SnapshotEngine:
         stopped, paused or failed collection writes nothing. A crash just before this row leaves the
         snapshot unfinished for the rule: no phantom is removed, nothing wrong is."""
         ranges = self.progress.ranges(sig.id, plan.collection)
-        if not ranges or any(r.status != "done" for r in ranges):
+        if not ranges or any(r.status != RangeStatus.DONE for r in ranges):
             return
         chunks = count_chunks(self.landing, plan.collection, sig.id)
         self._mark(
@@ -245,7 +245,9 @@ class SnapshotEngine:
         self.progress.plan(sig.id, plan.collection, cut.ranges, cut.to_read)
         if cut.empty:
             self._land_empty(sig, shape)
-            self.progress.set_collection(sig.id, plan.collection, "done", "empty when the snapshot started")
+            self.progress.set_collection(
+                sig.id, plan.collection, RangeStatus.DONE, "empty when the snapshot started"
+            )
         log.info(
             "%s: largest key fixed, %s range(s) planned over ~%s rows (%s to read)",
             plan.collection, len(cut.ranges), cut.estimate, cut.to_read,
@@ -257,7 +259,7 @@ class SnapshotEngine:
         collection and its columns, gives it an empty state (verify finds it equal), and the done row
         counts a chunk it can judge, so the snapshot removes the state's rows as phantoms."""
         chunk_id = uuid.uuid4().hex
-        data = json.dumps({"data-collection": shape.collection, "signal": sig.id})
+        data = window_data(shape.collection, sig.id)
         conn = psycopg2.connect(libpq_dsn(self.url, replication=True))
         try:
             write_watermark(conn, self.signal_sql, open_id(chunk_id), WINDOW_OPEN, data)
@@ -277,8 +279,8 @@ class SnapshotEngine:
         helper thread while the next chunk is read (at most two chunks of a reader in memory); progress
         is still recorded in chunk order and only after the chunk has landed."""
         ct = shape.chunk_table()
-        if rng.status == "pending":
-            self.progress.update(rng, status="running", started_at=utc_now())
+        if rng.status == RangeStatus.PENDING:
+            self.progress.update(rng, status=RangeStatus.RUNNING, started_at=utc_now())
         after = rng.start_after
         chunks = rng.chunks_done
         rows = rng.rows_read
@@ -331,7 +333,7 @@ class SnapshotEngine:
             last_key=last_key,
             chunks_done=chunks,
             rows_read=rows,
-            status="done" if done else "running",
+            status=RangeStatus.DONE if done else RangeStatus.RUNNING,
         )
         crash_point("after-progress", chunk_no)
         with self._control_lock:
@@ -355,7 +357,7 @@ class SnapshotEngine:
         chunk_id = uuid.uuid4().hex
         where = "null keys" if null_range else f"range {rng.range_no}"
         tag = f"{shape.collection} {where} chunk {chunk_no}"
-        data = json.dumps({"data-collection": shape.collection, "signal": sig.id})
+        data = window_data(shape.collection, sig.id)
         write_watermark(conn, self.signal_sql, open_id(chunk_id), WINDOW_OPEN, data)
         log.info("%s: low watermark written", tag)
         crash_point("after-open", chunk_no)

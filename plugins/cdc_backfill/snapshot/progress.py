@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cdc_backfill.signals.states import UNFINISHED, RangeStatus
 from cdc_backfill.signals.tables import PROGRESS_TABLE, utc_now
 
 __all__ = ["PROGRESS_TABLE"]
@@ -109,7 +110,7 @@ class ProgressStore:
                 "signal_id": signal_id,
                 "collection": collection,
                 "range_no": no,
-                "status": "pending",
+                "status": RangeStatus.PENDING,
                 "lo": None if lo is None else json.dumps(lo),
                 "hi": None if hi is None else json.dumps(hi),
                 "chunks_done": 0,
@@ -134,7 +135,7 @@ class ProgressStore:
             t.c.signal_id == p.signal_id, t.c.collection == p.collection, t.c.range_no == p.range_no
         )
         if only_if_active:
-            stmt = stmt.where(t.c.status.in_(("pending", "running")))
+            stmt = stmt.where(t.c.status.in_(UNFINISHED))
         with self.engine.begin() as conn:
             conn.execute(stmt.values(**values))
 
@@ -142,7 +143,7 @@ class ProgressStore:
         """The engine still reads this collection: its running ranges' ``updated_at`` is now."""
         t = self.table
         stmt = sa.update(t).where(
-            t.c.signal_id == signal_id, t.c.collection == collection, t.c.status == "running"
+            t.c.signal_id == signal_id, t.c.collection == collection, t.c.status == RangeStatus.RUNNING
         )
         with self.engine.begin() as conn:
             conn.execute(stmt.values(updated_at=utc_now()))
@@ -152,7 +153,7 @@ class ProgressStore:
     ) -> int:
         """Mark every unfinished range of a collection (or of the whole signal) as ``status``."""
         t = self.table
-        stmt = sa.update(t).where(t.c.signal_id == signal_id, t.c.status.in_(("pending", "running")))
+        stmt = sa.update(t).where(t.c.signal_id == signal_id, t.c.status.in_(UNFINISHED))
         if collection is not None:
             stmt = stmt.where(t.c.collection == collection)
         with self.engine.begin() as conn:

@@ -6,29 +6,9 @@ import datetime as dt
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 
+from cdc_backfill.signals.states import UNFINISHED, RangeStatus, rollup
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.snapshot.progress import STALE_SECONDS, RangeProgress
-
-UNFINISHED = ("pending", "running")
-
-
-def rollup(statuses: Iterable[str], chunks: int = 0, paused: bool = False) -> str:
-    """One collection's status from its ranges' statuses: the one rule the CLI, the Airflow operators
-    and the progress page share (pure).
-
-    While any range still has work, the collection is ``paused`` (its signal is), ``running`` (a range
-    started or finished, or a chunk is done) or ``pending``; a range that failed meanwhile shows in the
-    reason, not as the status, because the others go on. Once every range finished: ``failed`` beats
-    ``stopped`` beats ``done``. No ranges at all: ``not-started``.
-    """
-    seen = set(statuses)
-    if not seen:
-        return "not-started"
-    if seen & set(UNFINISHED):
-        if paused:
-            return "paused"
-        return "running" if chunks or seen & {"running", "done", "failed", "stopped"} else "pending"
-    return next(s for s in ("failed", "stopped", "done") if s in seen)
 
 
 @dataclass(frozen=True)
@@ -68,13 +48,13 @@ def summarize(
         elapsed = (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
         rate = rows / elapsed if elapsed > 0 else 0.0
         reasons = sorted({r.reason for r in rs if r.reason})
-        if status in ("running", "pending") and ends and (now - max(ends)).total_seconds() > STALE_SECONDS:
+        if status in UNFINISHED and ends and (now - max(ends)).total_seconds() > STALE_SECONDS:
             status = "interrupted"
             reasons.append(
                 f"no progress since {max(ends):%Y-%m-%d %H:%M:%S} UTC: its engine stopped; "
                 "`cdc-backfill snapshot run` goes on from the last chunk"
             )
-        left = (estimate - rows) / rate if rate > 0 and status in ("running", "pending") else None
+        left = (estimate - rows) / rate if rate > 0 and status in UNFINISHED else None
         out.append(
             CollectionStatus(
                 sid, coll, status, len(rs), sum(r.chunks_done for r in rs), rows, estimate, rate, left,
@@ -103,7 +83,7 @@ def bar(done: int, total: int, width: int = 24) -> str:
 def _progress(s: CollectionStatus) -> tuple[int, int]:
     """(done, total) for the bar: a collection that read everything is whole, whatever the estimate said
     (an estimate counts the table; a condition selects fewer rows)."""
-    if s.status == "done":
+    if s.status == RangeStatus.DONE:
         return s.rows, s.rows
     return s.rows, s.rows_estimate
 
@@ -120,19 +100,3 @@ def render(statuses: list[CollectionStatus]) -> str:
             + (f"  ({s.reason})" if s.reason else "")
         )
     return "\n".join(lines)
-
-
-def signal_rollup(statuses: Collection[str], current: str, all_planned: bool) -> str:
-    """An execute signal's status from the statuses of all its collections' ranges (pure).
-
-    Running while a collection is not planned yet or a range still has work (keeping ``current`` when
-    nothing was planned at all); once all finished: ``failed`` or ``stopped`` only when every range
-    ended so, else ``done`` (the reason names the collections that failed or stopped)."""
-    seen = set(statuses)
-    if not all_planned or seen & set(UNFINISHED):
-        return "running" if seen else current
-    if seen == {"failed"}:
-        return "failed"
-    if seen == {"stopped"}:
-        return "stopped"
-    return "done"

@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import CdcSourceHook, SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
+from cdc_backfill.signals.states import ACTIVE, RangeStatus
 
 
 class CdcSnapshotOperator(CdcOperator):
@@ -81,9 +82,9 @@ class CdcSnapshotOperator(CdcOperator):
             f"{outcome.chunks:,}",
             f"{outcome.rows:,}",
         )
-        if outcome.status == "stopped":
+        if outcome.status == RangeStatus.STOPPED:
             raise AirflowSkipException(f"{collection}: {outcome.reason or 'stopped'}")
-        if outcome.status == "failed":
+        if outcome.status == RangeStatus.FAILED:
             raise AirflowFailException(f"{collection}: {outcome.reason}")
         fence = hook.emit_fence(f"{signal_id}:{collection}")
         self.log.info("%s: fence written at LSN %s", collection, fence)
@@ -106,7 +107,7 @@ class CdcSnapshotOperator(CdcOperator):
                 raise AirflowFailException(f"{collection}: the task was asked to stop")
             if outcome.status == "not-started":
                 status = hook.signal_status(signal_id)
-                if status is None or status[0] not in ("accepted", "running", "paused"):
+                if status is None or status[0] not in ACTIVE:
                     raise AirflowFailException(
                         f"signal {signal_id} is {status[0] if status else 'not in the status table'}"
                         + (f": {status[1]}" if status and status[1] else "")

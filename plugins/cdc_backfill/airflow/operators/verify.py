@@ -11,6 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import CdcOperator, prepare_runtime
+from cdc_backfill.signals.states import RangeStatus
 
 
 class CdcVerifyOperator(CdcOperator):
@@ -61,7 +62,7 @@ class CdcVerifyOperator(CdcOperator):
             stopped = {
                 c
                 for c in collections
-                if plans.collection_outcome(hook.progress_ranges(signal_id, c)).status == "stopped"
+                if plans.collection_outcome(hook.progress_ranges(signal_id, c)).status == RangeStatus.STOPPED
             }
             for c in sorted(stopped):
                 self.log.info("%s: snapshot stopped, not verified", c)
