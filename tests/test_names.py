@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_backfill.names import collection_name, split_collection
+from cdc_backfill.names import collection_name, quote_ident, quoted_table, split_collection
 
 
 @pytest.mark.parametrize(
@@ -16,3 +16,8 @@ def test_split_is_the_inverse_of_writing(schema: str, table: str) -> None:
 
 def test_a_bare_table_has_no_schema() -> None:
     assert split_collection("cdc_signal") == (None, "cdc_signal")
+
+
+def test_identifiers_are_quoted_one_way() -> None:
+    assert quote_ident('we"ird') == '"we""ird"'
+    assert quoted_table("a.b", "c") == '"a.b"."c"' and quoted_table(None, "t") == '"t"'

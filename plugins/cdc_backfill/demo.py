@@ -272,7 +272,7 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     from rich.table import Table
 
     from cdc_backfill.pg.embedded import EmbeddedPostgres
-    from cdc_backfill.signals.model import Signal
+    from cdc_backfill.signals.model import execute_snapshot
     from cdc_backfill.signals.store import SignalStore
     from cdc_backfill.snapshot.engine import SnapshotEngine
     from cdc_backfill.snapshot.progress import ProgressStore
@@ -304,8 +304,7 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
         t1 = time.monotonic()
         writer = DemoWriter(url, rows).start()
         capturer.start()
-        signal = Signal("demo-1", "execute-snapshot", tuple(t.replace(".", "\\.") for t in TABLES),
-                        "incremental", chunk_size=chunk_size)  # fmt: skip
+        signal = execute_snapshot("demo-1", [t.replace(".", "\\.") for t in TABLES], chunk_size=chunk_size)
         store.send(signal)
         console.print(f"[bold]2.[/] writer and capture running; execute-snapshot {signal.id} sent")
         snap = SnapshotEngine(url, landing, readers=readers)

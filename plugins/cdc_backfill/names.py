@@ -10,6 +10,16 @@ def collection_name(schema: str, table: str) -> str:
     return f"{schema}.{table}"
 
 
+def quote_ident(name: str) -> str:
+    """An SQL identifier in double quotes, a double quote inside it doubled (every dialect we compile)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quoted_table(schema: str | None, name: str) -> str:
+    """``"schema"."table"`` (``"table"`` without a schema), for SQL built as text."""
+    return f"{quote_ident(schema)}.{quote_ident(name)}" if schema else quote_ident(name)
+
+
 def split_collection(name: str) -> tuple[str | None, str]:
     """``schema.table`` -> (schema, table), the inverse of :func:`collection_name`: ``"a.b"."c"`` ->
     (``a.b``, ``c``); otherwise split at the last dot; a bare ``table`` -> (None, table)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_backfill.layout import CURRENT, collection_dir, current_path, read_log, state_collections
+from cdc_backfill.names import quote_ident as _quote
 
 HIDDEN = ("_cdc_position", "_cdc_unknown")
 
@@ -27,10 +28,6 @@ class StateQueryError(ValueError):
 class Result:
     columns: list[str]
     rows: list[tuple[Any, ...]]
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def view_sql(collection: str, current: Path, name: str | None = None) -> str:

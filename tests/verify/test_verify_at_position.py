@@ -64,10 +64,12 @@ def test_verify_waits_for_a_capture_that_follows_the_slot(fresh_db: str, tmp_pat
     url = plain_url(fresh_db)
     snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "50"])
     ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    # its log to a file: a pipe nobody reads fills up and blocks the capture (then SIGTERM waits forever)
+    log = (tmp_path / "follow.log").open("w")
     follow = subprocess.Popen(
         [sys.executable, "-m", "cdc_backfill.cli", "capture", "postgres", "--source", url, "--landing", "lake",
          "--follow", "--roll-seconds", "0.5"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=log, text=True,
     )  # fmt: skip
     writers = Writers(fresh_db, seed_value=3).start()
     try:
@@ -81,3 +83,4 @@ def test_verify_waits_for_a_capture_that_follows_the_slot(fresh_db: str, tmp_pat
         writers.stop()
         follow.send_signal(signal.SIGTERM)
         follow.wait(timeout=60)
+        log.close()

@@ -206,16 +206,10 @@ class CdcSourceHook(BaseHook):
     def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
         """Run Debezium's connector (embedded, in this process) until everything committed so far has
         landed; with ``until``, first until Debezium said those snapshots (signal ids) ended."""
-        from cdc_backfill.capture.debezium import DebeziumCapture, pg_marker_writer
-        from cdc_backfill.capture.debezium_checks import preflight
+        from cdc_backfill.capture.debezium_checks import start
 
-        settings = self.debezium_settings(landing)
-        preflight(settings)
-        return DebeziumCapture(settings).run(
-            drain=True,
-            emit_marker=pg_marker_writer(settings.url),
-            until_snapshots=until,
-            max_seconds=max_seconds,
+        return start(
+            self.debezium_settings(landing), drain=True, until_snapshots=until, max_seconds=max_seconds
         )
 
     def debezium_settings(self, landing: Path):  # type: ignore[no-untyped-def]

@@ -12,7 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_backfill.signals.model import EXECUTE, STOP, WINDOW_CLOSE, WINDOW_OPEN, Signal, chunk_of
+from cdc_backfill.signals.model import (
+    WINDOW_CLOSE,
+    WINDOW_OPEN,
+    Signal,
+    chunk_of,
+    execute_snapshot,
+    stop_snapshot,
+)
 from cdc_backfill.signals.states import FINISHED, rollup
 from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.progress import RangeProgress
@@ -85,15 +92,9 @@ def execute_signal(
     surrogate_key: str | None = None,
     chunk_size: int | None = None,
 ) -> Signal:
-    """The execute-snapshot signal a form asks for (Debezium's JSON; chunk size as a project extension)."""
-    return Signal(
-        signal_id,
-        EXECUTE,
-        tuple(collections),
-        "incremental",
-        condition=condition,
-        surrogate_key=surrogate_key,
-        chunk_size=chunk_size,
+    """The execute-snapshot signal a form asks for."""
+    return execute_snapshot(
+        signal_id, collections, condition=condition, surrogate_key=surrogate_key, chunk_size=chunk_size
     )
 
 
@@ -150,7 +151,7 @@ class SnapshotRequest:
 
 def stop_signal(signal_id: str, collections: Sequence[str] = ()) -> Signal:
     """A stop-snapshot; no collections stops every running snapshot."""
-    return Signal(signal_id, STOP, tuple(collections), "incremental")
+    return stop_snapshot(signal_id, collections)
 
 
 def reconcile_submit(

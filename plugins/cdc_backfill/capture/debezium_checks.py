@@ -13,7 +13,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.capture.binding import SlotBindingError, check_binding, forget_binding, record_binding
-from cdc_backfill.capture.debezium import DebeziumRefused
+from cdc_backfill.capture.debezium import (
+    CaptureSummary,
+    DebeziumCapture,
+    DebeziumRefused,
+    engine_available,
+    pg_marker_writer,
+)
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_landing import (
     next_offset,
@@ -58,6 +64,36 @@ def preflight(s: DebeziumSettings) -> None:
         raise DebeziumRefused(f"cannot reach {mask_url(s.url)}: {reason}") from None
     finally:
         engine.dispose()
+
+
+def start(
+    s: DebeziumSettings,
+    *,
+    drain: bool,
+    until_snapshots: tuple[str, ...] = (),
+    stop_on_signals: bool = False,
+    max_seconds: float | None = None,
+) -> CaptureSummary:
+    """Debezium's connector run as every caller runs it (the CLI, the Airflow hook): refused in one line
+    when its engine is missing, when a drain is asked of a source with no logical decoding messages to
+    mark its end, or by :func:`preflight`; then run until drained (``drain``) or stopped."""
+    capture = DebeziumCapture(s)  # its settings are checked first (DebeziumConfigError)
+    if drain and connector_of(s.url) != "postgresql":
+        raise DebeziumRefused(
+            "--drain marks the end with a PostgreSQL logical decoding message; for a "
+            f"{connector_of(s.url)} source run --follow (stop it with SIGTERM)"
+        )
+    missing = engine_available()
+    if missing:
+        raise DebeziumRefused(missing)
+    preflight(s)
+    return capture.run(
+        drain=drain,
+        emit_marker=pg_marker_writer(s.url) if drain else None,
+        until_snapshots=until_snapshots,
+        stop_on_signals=stop_on_signals,
+        max_seconds=max_seconds,
+    )
 
 
 def _bind(engine: sa.Engine, s: DebeziumSettings, slot_exists: bool) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from cdc_backfill.names import collection_name
+from cdc_backfill.names import quote_ident as _ident
 from cdc_backfill.pg.catalog import user_tables
 
 DEFAULT_SLOT = "cdc_backfill"
@@ -78,10 +79,6 @@ def choose_tables(
             if not any(rx.fullmatch(t.collection) for t in tables):
                 raise CaptureError(f"--collections {p!r} matches no table in the source")
     return chosen, warnings
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def ensure_publication(conn: sa.Connection, name: str, tables: Sequence[TableCheck]) -> list[str]:

@@ -66,15 +66,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_debezium(args: argparse.Namespace) -> int:
-    from cdc_backfill.capture.debezium import (
-        DebeziumCapture,
-        DebeziumCaptureError,
-        DebeziumRefused,
-        engine_available,
-        pg_marker_writer,
-    )
-    from cdc_backfill.capture.debezium_checks import debezium_status, preflight
-    from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings, connector_of
+    from cdc_backfill.capture.debezium import DebeziumCaptureError, DebeziumRefused
+    from cdc_backfill.capture.debezium_checks import debezium_status, start
+    from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings
 
     if args.action == "status":
         return _debezium_status(args, debezium_status)
@@ -102,30 +96,10 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
             poll_ms=args.poll_ms,
             extra=extra,
         )
-        capture = DebeziumCapture(settings)
-    except DebeziumConfigError as exc:
-        print(f"capture refused: {exc}", file=sys.stderr)
-        return 2
-    if args.drain and connector_of(settings.url) != "postgresql":
-        print(
-            "capture refused: --drain marks the end with a PostgreSQL logical decoding message; for a "
-            f"{connector_of(settings.url)} source run --follow (stop it with SIGTERM)",
-            file=sys.stderr,
+        summary = start(
+            settings, drain=args.drain, until_snapshots=tuple(args.until_snapshot or ()), stop_on_signals=True
         )
-        return 2
-    missing = engine_available()
-    if missing:
-        print(f"capture refused: {missing}", file=sys.stderr)
-        return 2
-    try:
-        preflight(settings)
-        summary = capture.run(
-            drain=args.drain,
-            emit_marker=pg_marker_writer(settings.url) if args.drain else None,
-            until_snapshots=tuple(args.until_snapshot or ()),
-            stop_on_signals=True,
-        )
-    except DebeziumRefused as exc:
+    except (DebeziumConfigError, DebeziumRefused) as exc:
         print(f"capture refused: {exc}", file=sys.stderr)
         return 2
     except DebeziumCaptureError as exc:

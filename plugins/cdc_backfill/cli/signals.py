@@ -40,24 +40,24 @@ def _store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _signal_from_args(args: argparse.Namespace) -> Any:
-    from cdc_backfill.signals.model import Signal, conditions_from_json, new_signal_id
+    from cdc_backfill.signals.model import (
+        Signal,
+        conditions_from_json,
+        execute_snapshot,
+        new_signal_id,
+        stop_snapshot,
+    )
 
     sid = args.id or new_signal_id()
     kind = args.signal_command
     if kind == "execute-snapshot":
         conditions = conditions_from_json(args.conditions) if args.conditions is not None else ()
-        return Signal(
-            sid,
-            kind,
-            collections=tuple(args.collections),
-            snapshot_type="incremental",
-            conditions=conditions,
-            condition=args.condition,
-            surrogate_key=args.surrogate_key,
-            chunk_size=args.chunk_size,
-        )
+        return execute_snapshot(
+            sid, args.collections, conditions=conditions, condition=args.condition,
+            surrogate_key=args.surrogate_key, chunk_size=args.chunk_size,
+        )  # fmt: skip
     if kind == "stop-snapshot":
-        return Signal(sid, kind, collections=tuple(args.collections or ()), snapshot_type="incremental")
+        return stop_snapshot(sid, args.collections or ())
     if kind == "log":
         return Signal(sid, kind, message=args.message)
     return Signal(sid, kind, snapshot_type="incremental")

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from cdc_backfill.layout import META_FILE, current_path
-from cdc_backfill.signals.model import DATA_MAX, EXECUTE, AdditionalCondition, Signal, new_signal_id
+from cdc_backfill.signals.model import DATA_MAX, AdditionalCondition, Signal, execute_snapshot, new_signal_id
 
 
 class RereadError(ValueError):
@@ -90,7 +90,7 @@ def reread_signals(collection: str, key: Sequence[str], keys: Sequence[tuple[Any
         # Debezium's additional-conditions (one per collection): Debezium 3 no longer reads the single
         # additional-condition and would re-read the whole table; this project's engine reads both
         cond = AdditionalCondition(collection, _condition(key, of))
-        return Signal(new_signal_id(), EXECUTE, (pattern,), "incremental", conditions=(cond,))
+        return execute_snapshot(new_signal_id(), (pattern,), conditions=(cond,))
 
     for k in keys:
         trial = signal([*batch, k])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,3 +221,25 @@ def conditions_from_json(text: str) -> tuple[AdditionalCondition, ...]:
     ):
         raise SignalError('--conditions must be a JSON list of {"data-collection": ..., "filter": ...}')
     return tuple(AdditionalCondition(c["data-collection"], c["filter"]) for c in raw)
+
+
+def execute_snapshot(
+    signal_id: str,
+    collections: Sequence[str],
+    *,
+    condition: str | None = None,
+    conditions: Sequence[AdditionalCondition] = (),
+    surrogate_key: str | None = None,
+    chunk_size: int | None = None,
+) -> Signal:
+    """The one builder of an execute-snapshot signal (an incremental snapshot: Debezium's JSON, the chunk
+    size as a project extension), for the CLI, the form, the repair, the reread and the demo."""
+    return Signal(
+        signal_id, EXECUTE, tuple(collections), "incremental", conditions=tuple(conditions),
+        condition=condition, surrogate_key=surrogate_key, chunk_size=chunk_size,
+    )  # fmt: skip
+
+
+def stop_snapshot(signal_id: str, collections: Sequence[str] = ()) -> Signal:
+    """A stop-snapshot; no collections stops every running snapshot."""
+    return Signal(signal_id, STOP, tuple(collections), "incremental")

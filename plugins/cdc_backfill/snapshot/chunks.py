@@ -17,11 +17,6 @@ from cdc_backfill.snapshot.shape import SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable, compile_sql
 
 
-def quoted_table(schema: str | None, name: str) -> str:
-    quote = lambda n: '"' + n.replace('"', '""') + '"'  # noqa: E731
-    return f"{quote(schema)}.{quote(name)}" if schema else quote(name)
-
-
 def write_watermark(conn: Any, signal_sql: str, row_id: str, kind: str, data: str) -> None:
     """Insert a window row into the signal table and commit: the stream carries it at its position."""
     with conn.cursor() as cur:

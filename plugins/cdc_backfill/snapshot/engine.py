@@ -31,6 +31,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
+from cdc_backfill.names import quoted_table
 from cdc_backfill.pg.connect import SESSION_OPTIONS, libpq_dsn
 from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data, window_data
 from cdc_backfill.signals.model import (
@@ -50,7 +51,6 @@ from cdc_backfill.snapshot.chunks import (
     copy_rows,
     count_chunks,
     land_chunk,
-    quoted_table,
     read_events,
     remove_partial_chunks,
     write_watermark,

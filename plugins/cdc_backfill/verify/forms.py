@@ -74,10 +74,6 @@ _INTEGER_RE = re.compile(r"^-?\d+$")
 _DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?$")
 
 
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def visible(columns: Sequence[PgColumn]) -> list[PgColumn]:
     """The columns compared: every one but the internal ``_cdc_`` ones."""
     return [c for c in columns if not c.name.startswith(INTERNAL_PREFIX)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.signals.model import DATA_MAX, EXECUTE, Signal, new_signal_id
+from cdc_backfill.signals.model import DATA_MAX, Signal, execute_snapshot, new_signal_id
 from cdc_backfill.verify.ranges import KeyRange, runs
 from cdc_backfill.verify.sql import range_predicate
 
@@ -65,13 +65,7 @@ def repair_signal(
         candidates.append((span, "span"))
     candidates.append((None, "table"))  # every range differs, or nothing narrower fits
     for condition, scope in candidates:
-        signal = Signal(
-            sid,
-            EXECUTE,
-            collections=(collection_pattern(collection),),
-            snapshot_type="incremental",
-            condition=condition,
-        )
+        signal = execute_snapshot(sid, (collection_pattern(collection),), condition=condition)
         data = signal.data_json() or ""
         if len(data) <= DATA_MAX:
             return Repair(signal, condition, scope)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cdc_backfill.names import quote_ident, quoted_table
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.verify.forms import (
     HASH_HEX_DIGITS,
@@ -17,7 +18,6 @@ from cdc_backfill.verify.forms import (
     encoded_sql,
     literal_sql,
     order_sql,
-    quote_ident,
 )
 from cdc_backfill.verify.ranges import Bound, KeyRange
 
@@ -39,7 +39,7 @@ def settings_statements() -> list[str]:
 
 
 def table_sql(schema: str, table: str) -> str:
-    return f"{quote_ident(schema)}.{quote_ident(table)}"
+    return quoted_table(schema, table)
 
 
 def count_sql(schema: str, table: str) -> str:

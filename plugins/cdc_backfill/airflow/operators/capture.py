@@ -11,7 +11,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
-from cdc_backfill.airflow.operators.base import CdcOperator
+from cdc_backfill.airflow.operators.base import CdcOperator, refuse
 
 
 class CdcCaptureDrainOperator(CdcOperator):
@@ -86,13 +86,15 @@ class CdcCaptureDrainOperator(CdcOperator):
         return {"transactions": stats.transactions, "events": stats.events, "files": stats.files}
 
     def _debezium(self) -> dict[str, Any]:
-        from cdc_backfill.capture.debezium import DebeziumCaptureError
+        from cdc_backfill.capture.debezium import DebeziumCaptureError, DebeziumRefused
 
         until = ()
         if plans.optional_text(self.engine) == "debezium" and plans.optional_text(self.signal_id):
             until = (str(plans.optional_text(self.signal_id)),)
         try:
             ran = self.hook().debezium_drain(Path(str(self.landing_dir)), until, self.max_seconds)
+        except DebeziumRefused as exc:  # the CLI's refusals, in its words: one line, no retry helps
+            raise refuse(exc) from exc
         except DebeziumCaptureError as exc:
             raise AirflowFailException(f"capture debezium: {exc}") from exc
         for sid, how in ran.snapshots.items():

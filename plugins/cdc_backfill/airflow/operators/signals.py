@@ -12,6 +12,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
+from cdc_backfill.capture.debezium import DebeziumRefused
 from cdc_backfill.signals.model import SignalError, new_signal_id
 
 
@@ -149,7 +150,7 @@ class CdcExecuteSnapshotOperator(CdcOperator):
                 self.log.info("Debezium's connector is streaming: %s records landed", ran.records)
             windows = plans.scan_windows(hook.window_rows()).windows
             validated, sent = hook.send_signal(signal)
-        except (SignalError, ValueError, SourceNotConfigured) as exc:
+        except (SignalError, ValueError, SourceNotConfigured, DebeziumRefused) as exc:
             raise refuse(exc) from exc
         if sent:
             self.log.info("execute-snapshot %s sent: %s", signal.id, signal.data_json())
