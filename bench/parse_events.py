@@ -83,7 +83,7 @@ def main() -> None:
 
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-        from cdc_backfill.spark.landing import events_only, landing_events
+        from cdc_backfill.ingest.spark.parse import events_only, landing_events
         from cdc_backfill.spark.session import build_session
 
         t_start, spark = timed(lambda: build_session("bench_parse", master=args.master))

@@ -10,7 +10,7 @@ the stream (``public.cdc_signal``), landed as Parquet with the snapshot engine's
 
 Measured:
 
-(a) capture -> typed log -> reconcile: the job itself (``cdc_backfill.spark.job.reconcile_landing``,
+(a) capture -> typed log -> reconcile: the job itself (``cdc_backfill.reconcile.spark.job.reconcile_landing``,
     what ``spark_jobs/reconcile.py`` calls) over the log: windows found, READs judged, merged, the run
     summary counted, a new state version written as Parquet with its carry and metadata;
 (b) its floor on the same typed files: ``spark.read.parquet``, latest event per key with ``max_by`` on
@@ -418,8 +418,8 @@ def main() -> None:
         )
 
         from cdc_backfill.ingest.columns import ColumnSources
-        from cdc_backfill.spark.ingest import ingest_landing
-        from cdc_backfill.spark.job import reconcile_landing
+        from cdc_backfill.ingest.spark.job import ingest_landing
+        from cdc_backfill.reconcile.spark.job import reconcile_landing
         from cdc_backfill.spark.session import build_session
 
         load_before = os.getloadavg()

@@ -1,6 +1,6 @@
 """spark-submit entry point: files of change events into the landing zone's typed event log.
 
-Thin: parse arguments, build the session, call ``cdc_backfill.spark.ingest.ingest_landing``, print its
+Thin: parse arguments, build the session, call ``cdc_backfill.ingest.spark.job.ingest_landing``, print its
 summary. The source, when the CLI was given one, comes in ``CDC_BACKFILL_SOURCE_URL`` (not on the command
 line, where ``ps`` would show its password).
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 from cdc_backfill.config import resolve_source
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, catalog_columns, read_column_types
 from cdc_backfill.ingest.inputs import InputError
+from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
-from cdc_backfill.spark.ingest import ingest_landing
 from cdc_backfill.spark.session import build_session
 
 log = logging.getLogger("cdc_backfill.ingest")

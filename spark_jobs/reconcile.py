@@ -1,6 +1,6 @@
 """spark-submit entry point: reconcile landed stream events and READ chunks into versioned states.
 
-Thin: parse arguments, build the session, call ``cdc_backfill.spark.job.reconcile_landing``, print its
+Thin: parse arguments, build the session, call ``cdc_backfill.reconcile.spark.job.reconcile_landing``, print its
 summary. Each run reads only the log rolled after the collection's current state and the READ chunks it
 has not judged, plus the carry that state left (see cdc_backfill.reconcile.runs).
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
 from cdc_backfill.ingest.inputs import InputError
+from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.logs import setup_logging
+from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
-from cdc_backfill.spark.ingest import ingest_landing
-from cdc_backfill.spark.job import LandingError, reconcile_landing
 from cdc_backfill.spark.session import build_session
 
 log = logging.getLogger("cdc_backfill.reconcile")

@@ -9,59 +9,72 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.imports import import_time_imports, project_imports
 from tests.support.imports import imported_after as _imported_after
-from tests.support.imports import project_imports
 
 PLUGINS = ROOT / "plugins"
 PACKAGE = PLUGINS / "cdc_backfill"
 MODULE_LINES = 400  # about: a module over it holds more than one trade
 DAG_LINES = 80  # a DAG file declares parameters and wires tasks
 
-# Modules that must import neither Airflow nor Spark (DESIGN.md §7).
-PURE_MODULES = [
-    "cdc_backfill",
-    "cdc_backfill.config",
-    "cdc_backfill.runtime",
-    "cdc_backfill.doctor",
-    "cdc_backfill.events",
-    "cdc_backfill.events.debezium",
-    "cdc_backfill.events.dataworks",
-    "cdc_backfill.events.positions",
-    "cdc_backfill.events.semantic",
-    "cdc_backfill.signals",
-    "cdc_backfill.signals.store",
-    "cdc_backfill.signals.tables",
-    "cdc_backfill.signals.states",
-    "cdc_backfill.cli",
-    "cdc_backfill.cli.signals",
-    "cdc_backfill.capture.postgres",
-    "cdc_backfill.capture.publication",
-    "cdc_backfill.capture.lines",
-    "cdc_backfill.capture.status",
-    "cdc_backfill.cli.reconcile",
-    "cdc_backfill.layout",
-    "cdc_backfill.pg.catalog",
-    "cdc_backfill.snapshot.control",
-    "cdc_backfill.snapshot.ranges",
-    "cdc_backfill.snapshot.chunks",
-    "cdc_backfill.snapshot.status",
-    "cdc_backfill.pg.fastpath",
-    "cdc_backfill.snapshot.engine",
-    "cdc_backfill.cli.snapshot",
-    "cdc_backfill.cli.verify",
-    "cdc_backfill.reconcile.runs",
-    "cdc_backfill.verify.compare",
-    "cdc_backfill.verify.recheck",
-    "cdc_backfill.verify.forms",
-    "cdc_backfill.verify.ranges",
-    "cdc_backfill.verify.repair",
-    "cdc_backfill.verify.source",
-    "cdc_backfill.verify.sql",
-]
+# The rule by path (DESIGN.md §7): only modules in a folder named ``spark`` import pyspark (the runtime in
+# ``cdc_backfill/spark/``, each concept's DataFrame side in its own ``spark/``), only ``cdc_backfill/airflow/``
+# imports Airflow; every other module imports neither when it is imported, directly or through another.
+SPARK_FOLDER = "spark"
+AIRFLOW_PACKAGE = "cdc_backfill.airflow"
 
 
-@pytest.mark.parametrize("module", PURE_MODULES)
-def test_pure_modules_import_neither_airflow_nor_spark(module: str) -> None:
+def may_import(module: str) -> set[str]:
+    parts = module.split(".")
+    allowed = set()
+    if SPARK_FOLDER in parts[1:-1] or module == "cdc_backfill.spark":
+        allowed.add("pyspark")
+    if module == AIRFLOW_PACKAGE or module.startswith(AIRFLOW_PACKAGE + "."):
+        allowed.add("airflow")
+    return allowed
+
+
+def import_closure() -> dict[str, set[str]]:
+    """Each module -> the third-party top names importing it loads (statically, through the project's
+    modules and their packages' ``__init__``)."""
+    paths = dict(modules())
+    direct = {name: import_time_imports(path, PLUGINS) for name, path in paths.items()}
+
+    def project(target: str) -> list[str]:
+        parts = target.split(".")
+        return [".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in paths]
+
+    closure: dict[str, set[str]] = {}
+    for start in paths:
+        seen, todo, third = set(), [start, *project(start)], set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for target in direct[name]:
+                if target.split(".")[0] == "cdc_backfill":
+                    todo += project(target)
+                else:
+                    third.add(target.split(".")[0])
+        closure[start] = third
+    return closure
+
+
+def test_only_spark_folders_import_spark_and_only_airflow_imports_airflow() -> None:
+    wrong = []
+    for module, loaded in sorted(import_closure().items()):
+        for framework in ("pyspark", "airflow"):
+            if framework in loaded and framework not in may_import(module):
+                wrong.append(f"{module} imports {framework} when imported")
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "module", ["cdc_backfill.cli.main", "cdc_backfill.demo", "cdc_backfill.verify.source"]
+)
+def test_the_static_rule_agrees_with_a_real_import(module: str) -> None:
+    """The rule above reads syntax trees; a fresh interpreter importing the command line confirms it."""
     loaded = _imported_after(f"import {module}")
     assert "airflow" not in loaded
     assert "pyspark" not in loaded

@@ -272,15 +272,15 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     from rich.table import Table
 
     from cdc_backfill.pg.embedded import EmbeddedPostgres
+    from cdc_backfill.reconcile.spark.job import reconcile_landing
     from cdc_backfill.signals.model import execute_snapshot
     from cdc_backfill.signals.store import SignalStore
     from cdc_backfill.snapshot.engine import SnapshotEngine
     from cdc_backfill.snapshot.progress import ProgressStore
     from cdc_backfill.snapshot.status import render, summarize
-    from cdc_backfill.spark.job import reconcile_landing
     from cdc_backfill.spark.session import build_session
-    from cdc_backfill.spark.verify import verify_collection
     from cdc_backfill.verify.ranges import DEFAULT_RANGES
+    from cdc_backfill.verify.spark.stats import verify_collection
 
     console = Console()
     landing, state = folder / "landing", folder / "state"

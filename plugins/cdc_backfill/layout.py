@@ -28,6 +28,7 @@ SNAPSHOT_DIR = "snapshots"
 SCHEMA_DIR = "_schemas"
 STAGING_DIR = "_staging"  # <landing>/log/_staging/<run>/: what an ingest's Spark job writes before naming it
 QUARANTINE_DIR = "_quarantine"  # <landing>/_quarantine/ingest-<run>/: records an ingest could not read
+DEBEZIUM_DIR = "_debezium"
 LANDING_META = "_landing.json"  # the landing's identity and the slots bound to it (capture.binding)
 INGESTED_DIR = "_ingested"  # <landing>/_ingested/stream/: the landing's JSON files, once in the log
 
@@ -129,6 +130,11 @@ def quarantine_dir(landing: Path) -> Path:
 
 def ingested_stream_dir(landing: Path) -> Path:
     return Path(landing) / INGESTED_DIR / STREAM_DIR
+
+
+def debezium_dir(landing: Path) -> Path:
+    """Debezium's own files in a landing its connector writes: offsets, schema history, notifications."""
+    return Path(landing) / DEBEZIUM_DIR
 
 
 def snapshot_dir(landing: Path, collection: str) -> Path:

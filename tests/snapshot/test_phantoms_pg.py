@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.signals.model import PAUSE, RESUME, Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.faults import CRASH_ENV
-from cdc_backfill.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, send, sql
 from tests.support.workload import Writers, seed

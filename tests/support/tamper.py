@@ -16,9 +16,9 @@ from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.column_types import spark_type
-from cdc_backfill.spark.verify import range_stats
 from cdc_backfill.verify.compare import RangeStats, Report, compare
 from cdc_backfill.verify.source import read_source
+from cdc_backfill.verify.spark.stats import range_stats
 
 
 def snapshot_state(spark: SparkSession, url: str, landing: Path, *collections: str) -> dict[str, DataFrame]:

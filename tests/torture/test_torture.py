@@ -17,9 +17,9 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.reconcile.reread import incomplete_keys, reread_signals
+from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from cdc_backfill.spark.job import reconcile_landing
 from tests.support.judge import columns_of, overlap, source_state
 from tests.support.pg import InWindow, drain, send
 from tests.support.workload import Writers, seed

@@ -82,7 +82,7 @@ def test_the_state_selects_exactly_the_keys_the_repair_condition_reads(fresh_db:
     """The phantom rule evaluates the repair's condition on the state: for text keys in byte order, with
     quotes, colons and percent signs, Spark selects the same keys as PostgreSQL."""
     from cdc_backfill.reconcile.key_conditions import key_condition
-    from cdc_backfill.spark.phantoms import condition_column
+    from cdc_backfill.reconcile.spark.phantoms import condition_column
 
     engine = nasty_words(fresh_db)
     source = read_source(engine, "public.words", 6)

@@ -11,8 +11,8 @@ import pytest
 
 from cdc_backfill.capture.catch_up import drain_landing, native_slot
 from cdc_backfill.config import source_engine
-from cdc_backfill.spark.verify_at import verify_collections
 from cdc_backfill.verify.compare import render
+from cdc_backfill.verify.spark.at_position import verify_collections
 from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
 from tests.support.tamper import corrupt_one_row
@@ -21,14 +21,16 @@ from tests.support.workload import Writers, seed
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
 QUIET = 10_000_000  # keys from here on: no writer touches them (writers keep to ids up to 8,000)
+QUIET_ROWS = 400
 
 
 def test_a_clean_state_never_differs_and_a_changed_row_does(spark, fresh_db: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=300, lines=50)
-    # a quiet block of a fifth of the rows: the last ranges hold nothing else
+    # a quiet block larger than the last two ranges (about 2,500 rows in 16 ranges), so that the last
+    # range holds no key a writer touches, however the writers have moved the boundaries
     sql(
         fresh_db,
-        f"INSERT INTO orders SELECT g, 'quiet', 1, NULL FROM generate_series({QUIET}, {QUIET + 79}) g",
+        f"INSERT INTO orders SELECT g, 'quiet', 1, NULL FROM generate_series({QUIET}, {QUIET + QUIET_ROWS - 1}) g",
     )
     url = plain_url(fresh_db)
     landing, state = tmp_path / "lake", tmp_path / "state"
@@ -55,7 +57,7 @@ def test_a_clean_state_never_differs_and_a_changed_row_does(spark, fresh_db: str
             assert report.extra["not_at_position"] == "as a Debezium landing"
             assert "not at one position" in render(report)
 
-        corrupt_one_row(state, "public.orders", QUIET + 79)
+        corrupt_one_row(state, "public.orders", QUIET + QUIET_ROWS - 1)
         report = run()
         assert report.differing == [15], render(report)
         assert report.extra["rechecks"] >= 1 and "not_caught_up" not in report.extra

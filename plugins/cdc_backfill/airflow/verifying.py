@@ -38,8 +38,8 @@ def verify_collections(
     from cdc_backfill.capture.catch_up import reach
     from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
     from cdc_backfill.spark.session import build_session
-    from cdc_backfill.spark.verify_at import verify_collections as verify_here
     from cdc_backfill.verify.compare import render
+    from cdc_backfill.verify.spark.at_position import verify_collections as verify_here
 
     ways = reach(url, landing, signal_table, capture)
     existing = SparkSession.getActiveSession()

@@ -37,6 +37,7 @@ from cdc_backfill.capture.debezium_landing import (
     snapshot_notification,
     snapshot_outcomes,
 )
+from cdc_backfill.layout import debezium_dir
 from cdc_backfill.signals.marks import DRAIN_PREFIX
 
 log = logging.getLogger(__name__)
@@ -285,7 +286,7 @@ class DebeziumCapture:
         if stop_on_signals:  # after the JVM started: JPype installs handlers of its own
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
-        (self.landing / "_debezium").mkdir(parents=True, exist_ok=True)
+        debezium_dir(self.landing).mkdir(parents=True, exist_ok=True)
         props = properties_cls()
         for k, v in self.properties.items():
             props.setProperty(k, v)

@@ -29,6 +29,7 @@ from cdc_backfill.capture.debezium_landing import (
 )
 from cdc_backfill.capture.publication import slot_exists
 from cdc_backfill.config import mask_url, source_engine
+from cdc_backfill.layout import debezium_dir
 
 SIGNAL_COLUMNS = ("id", "type", "data")  # Debezium reads a signal row's first three columns as these
 
@@ -150,7 +151,7 @@ def debezium_status(landing: Path, url: str | None = None, slot: str | None = No
         "landing": str(landing),
         "records landed": next_offset(landing),
         "files to ingest": len(waiting),
-        "offsets": "stored" if any((landing / "_debezium").glob("*.offsets")) else "none yet",
+        "offsets": "stored" if any(debezium_dir(landing).glob("*.offsets")) else "none yet",
     }
     notes = read_notifications(landing)
     last = {str(n.get("id")): str(n.get("type", "")).lower() for n in notes}

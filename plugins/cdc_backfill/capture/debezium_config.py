@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from cdc_backfill.layout import debezium_dir
+
 CONNECTORS = {
     "postgresql": "io.debezium.connector.postgresql.PostgresConnector",
     "sqlserver": "io.debezium.connector.sqlserver.SqlServerConnector",
@@ -73,11 +75,11 @@ def notification_topic(name: str) -> str:
 
 def offsets_file(landing: Path, name: str) -> Path:
     """Where the engine keeps its offsets: in the landing zone, beside the events they describe."""
-    return Path(landing) / "_debezium" / f"{name}.offsets"
+    return debezium_dir(landing) / f"{name}.offsets"
 
 
 def history_file(landing: Path, name: str) -> Path:
-    return Path(landing) / "_debezium" / f"{name}.history"
+    return debezium_dir(landing) / f"{name}.history"
 
 
 def written_by_debezium(landing: Path) -> bool:

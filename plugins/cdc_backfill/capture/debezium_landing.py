@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cdc_backfill.files import write_atomically
-from cdc_backfill.layout import ingested_stream_dir, stream_dir
+from cdc_backfill.layout import debezium_dir, ingested_stream_dir, stream_dir
 
 _NAME_RE = re.compile(r"^dbz-(\d{20})-(\d{20})\.jsonl$")
 
@@ -136,7 +136,7 @@ def land_batch(landing: Path, records: list[tuple[str | None, str | None]], firs
 
 
 def notifications_file(landing: Path) -> Path:
-    return Path(landing) / "_debezium" / "notifications.jsonl"
+    return debezium_dir(landing) / "notifications.jsonl"
 
 
 def snapshot_notification(value: str | None) -> dict | None:

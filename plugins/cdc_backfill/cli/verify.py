@@ -2,11 +2,11 @@
 and with ``--repair`` send one execute-snapshot of the ranges that differ.
 
 Thin: the SQL, the ranges, the comparison and the repair signal are in ``cdc_backfill.verify``, the
-Spark side in ``cdc_backfill.spark.verify``. Spark is imported only when the command runs.
+Spark side in ``cdc_backfill.verify.spark.stats``. Spark is imported only when the command runs.
 
 ``--repair`` re-reads the ranges that differ; a key in the state that the source no longer has goes
 when that snapshot finishes (its ranges are a condition on the key: phantom removal, DESIGN.md §6 rule 7).
-Both sides are compared as of one stream position (``cdc_backfill.spark.verify_at``).
+Both sides are compared as of one stream position (``cdc_backfill.verify.spark.at_position``).
 What it cannot fix:
 - columns that differ between the source and the state (verify refuses: exit 2);
 - differences that are only the state being behind the source: drain and reconcile first.
@@ -65,9 +65,9 @@ verified (verify again when writes pause). --ranges: 1 to {MAX_RANGES:,}.
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.publication import CaptureError
-    from cdc_backfill.spark.job import LandingError
-    from cdc_backfill.spark.verify_at import verify_collections
+    from cdc_backfill.reconcile.spark.job import LandingError
     from cdc_backfill.verify import VerifyError
+    from cdc_backfill.verify.spark.at_position import verify_collections
 
     if args.wait and not (args.repair and args.landing):
         print("--wait completes a repair: give it with --repair and --landing DIR", file=sys.stderr)

@@ -4,7 +4,7 @@ satisfy it, so the state must select the same keys the source's query selected.
 
 Pure: the condition is parsed with sqlglot for the source's dialect into a small tree of comparisons
 between a key column and a constant (:class:`Compare`, :class:`IsNull`, :class:`AllOf`,
-:class:`AnyOf`, :class:`Negate`), which ``cdc_backfill.spark.phantoms`` turns into a Spark column.
+:class:`AnyOf`, :class:`Negate`), which ``cdc_backfill.reconcile.spark.phantoms`` turns into a Spark column.
 Anything whose meaning could differ between the source and Spark is refused with the reason (then no
 row is removed): a non-key column (a row that stopped matching may still exist), a function, a text
 column ordered by the column's collation (only ``COLLATE "C"`` orders text as Spark does: by bytes),

@@ -4,7 +4,7 @@ zone can be reconciled at all.
 
 Each state version keeps, beside its rows, ``_cdc_meta.json`` (the READ chunks judged so far, the
 stream position the state is complete up to) and ``_cdc_carry/`` (see
-``cdc_backfill.spark.reconcile.carry``). Both names start with ``_``, so Spark, DuckDB and pandas
+``cdc_backfill.reconcile.spark.merge.carry``). Both names start with ``_``, so Spark, DuckDB and pandas
 reading the version's folder leave them out.
 """
 

@@ -1,4 +1,4 @@
-"""Where the source cannot be read at an exact position (``spark.verify_now``), a range that differs
+"""Where the source cannot be read at an exact position (``verify.spark.now``), a range that differs
 may only be one the writers changed between the two reads. Each such range is re-checked: the source's
 range read (``before``), the landing brought up to now and the state advanced over it (``state``), the
 source's range read again (``after``). Then (pure):

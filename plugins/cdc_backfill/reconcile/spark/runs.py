@@ -16,14 +16,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import OP, POSITION, UNCHANGED
+from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows, log_schema, signal_schema
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import advance, decide, report
 from cdc_backfill.reconcile.runs import RunInput, next_meta
-from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows, log_schema, signal_schema
-from cdc_backfill.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
-from cdc_backfill.spark.positions import key_of_decimal_array, position_of
-from cdc_backfill.spark.reconcile import (
+from cdc_backfill.reconcile.spark.merge import (
     HAD_PREVIOUS,
     KEPT,
     ROW_OPS,
@@ -36,7 +34,9 @@ from cdc_backfill.spark.reconcile import (
     typed_stream,
     windows,
 )
-from cdc_backfill.spark.state import spark_schema_of
+from cdc_backfill.reconcile.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
+from cdc_backfill.reconcile.spark.state import spark_schema_of
+from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from cdc_backfill.spark.job import reconcile_landing
 from tests.support.judge import columns_of, source_state
 from tests.support.pg import drain, send
 from tests.support.typed import from_text

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from cdc_backfill.spark.state import current_path, read_log, write_version
+from cdc_backfill.reconcile.spark.state import current_path, read_log, write_version
 
 pytestmark = pytest.mark.spark
 

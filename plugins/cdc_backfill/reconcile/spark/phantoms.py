@@ -91,7 +91,7 @@ PHANTOM = "_cdc_phantom"  # a state row a finished snapshot removes
 
 
 def with_marks(found: DataFrame, signals: DataFrame, collection: str) -> DataFrame:
-    """:func:`~cdc_backfill.spark.reconcile.windows` and the collection's start and done rows in one
+    """:func:`~cdc_backfill.reconcile.spark.merge.windows` and the collection's start and done rows in one
     frame (``_cdc_mark``), so that one Spark job collects both: a mark's id, data and position ride in
     the window columns ``_cdc_chunk_id``, ``_cdc_signal`` and ``_cdc_low``."""
     marks = mark_rows(signals, collection).select(

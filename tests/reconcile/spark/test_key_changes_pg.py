@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from cdc_backfill.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, plain_url, send, sql
 

@@ -19,20 +19,20 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from cdc_backfill.eventlog.store import read_schema
-from cdc_backfill.layout import log_schema_file, runs_dir
-from cdc_backfill.reconcile.columns import collection_columns, landed_collections
-from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
-from cdc_backfill.spark.logrows import (
+from cdc_backfill.eventlog.spark.rows import (
     collection_log_files,
     log_schema,
     read_log_rows,
     signal_schema,
 )
-from cdc_backfill.spark.runs import read_run, reconcile_run
+from cdc_backfill.eventlog.store import read_schema
+from cdc_backfill.layout import log_schema_file, runs_dir
+from cdc_backfill.reconcile.columns import collection_columns, landed_collections
+from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
+from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
+from cdc_backfill.reconcile.spark.state import current_path, write_version
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
 from cdc_backfill.spark.session import size_shuffle
-from cdc_backfill.spark.state import current_path, write_version
 
 log = logging.getLogger("cdc_backfill.reconcile")
 

@@ -14,7 +14,7 @@ import pytest
 
 from cdc_backfill.eventlog.store import log_files
 from cdc_backfill.layout import ingested_stream_dir, stream_dir
-from cdc_backfill.spark.job import reconcile_landing
+from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, plain_url, snapshot_under_writers, sql
 from tests.support.workload import seed
@@ -100,7 +100,7 @@ def test_a_capture_goes_on_after_its_json_was_ingested_with_nothing_lost_or_twic
     spark, fresh_db: str, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     from cdc_backfill.ingest.columns import ColumnSources
-    from cdc_backfill.spark.ingest import ingest_landing
+    from cdc_backfill.ingest.spark.job import ingest_landing
 
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)")
     landing = tmp_path / "lake"

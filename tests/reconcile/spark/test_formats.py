@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
+from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import nothing_new
-from cdc_backfill.spark.ingest import ingest_landing
-from cdc_backfill.spark.job import LandingError, reconcile_landing
-from tests.spark.scripts import (
+from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
+from tests.support.scripts import (
     COLUMNS,
     ENCODERS,
     SCRIPTS,

@@ -174,7 +174,7 @@ def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -
 
 
 def compare_frame(state: DataFrame, source: SourceSide) -> Report:
-    """A state's rows (a version read, or one computed: ``spark.verify_at``) against the source's ranges."""
+    """A state's rows (a version read, or one computed: ``verify.spark.at_position``) against the source's ranges."""
     from cdc_backfill.verify.compare import compare
 
     table = source.table

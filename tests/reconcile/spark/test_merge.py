@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
+from cdc_backfill.ingest.spark.parse import events_only, landing_events
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.spark.landing import events_only, landing_events
-from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
-from cdc_backfill.spark.reconcile import reconcile_collection
+from cdc_backfill.reconcile.spark.merge import reconcile_collection
 from tests.support.judge import assert_consistent, columns_of, keyed_state, source_state
 from tests.support.pg import snapshot_under_writers
 from tests.support.workload import seed

@@ -9,8 +9,8 @@ import pytest
 
 from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.layout import STREAM_DIR
+from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from cdc_backfill.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import InWindow, send
 from tests.support.workload import Writers, seed
@@ -65,7 +65,7 @@ def test_log_files_without_their_schema_document_are_refused_with_the_way_out(sp
     from cdc_backfill.eventlog.store import describe
     from cdc_backfill.layout import rolls_dir
     from cdc_backfill.pgtypes import PgColumn
-    from cdc_backfill.spark.job import LandingError
+    from cdc_backfill.reconcile.spark.job import LandingError
 
     landing = tmp_path / "landing"
     describe(landing, "public.t", [PgColumn("id", "integer", 23)], ["id"])

@@ -10,11 +10,11 @@ import random
 import pytest
 from pyspark.sql import types as T
 
+from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.events.positions import position_key, position_of_key
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
+from cdc_backfill.reconcile.spark.merge import reconcile_collection
 from cdc_backfill.spark.positions import POSITION_TYPE
-from cdc_backfill.spark.reconcile import reconcile_collection
 from tests.support.reference import Change, ReadRow, reconcile
 
 pytestmark = pytest.mark.spark

@@ -16,13 +16,13 @@ from pyspark.sql import SparkSession
 
 from cdc_backfill.capture.publication import CaptureError
 from cdc_backfill.reconcile.runs import stream_files
-from cdc_backfill.spark.state import current_path
-from cdc_backfill.spark.verify import frame_stats, no_state_reason
-from cdc_backfill.spark.verify_at import AtPosition, state_at
+from cdc_backfill.reconcile.spark.state import current_path
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.compare import RangeStats, compare
 from cdc_backfill.verify.recheck import ROUNDS, pending, recheck
 from cdc_backfill.verify.source import SourceSide, read_source, read_stats
+from cdc_backfill.verify.spark.at_position import AtPosition, state_at
+from cdc_backfill.verify.spark.stats import frame_stats, no_state_reason
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -47,7 +47,7 @@ def _state_stats(
         return frame_stats(spark.read.parquet(str(current)), source)
     if stream_files(landing):  # a Debezium landing's batches: into the log first, as a reconcile would
         from cdc_backfill.ingest.columns import ColumnSources
-        from cdc_backfill.spark.ingest import ingest_landing
+        from cdc_backfill.ingest.spark.job import ingest_landing
 
         ingest_landing(spark, landing, None, ColumnSources(landing, signal_collection))
     state, release = state_at(spark, landing, state_dir, collection, None, signal_collection)

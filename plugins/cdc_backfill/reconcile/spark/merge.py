@@ -5,7 +5,7 @@
     READ chunks --judged_reads(windows, stream)--read_rows()-'
     previous state --previous_rows()------------------------'
 
-The input is typed already (``spark.logrows``: the collection's log rows and the signal collection's),
+The input is typed already (``eventlog.spark.rows``: the collection's log rows and the signal collection's),
 in the table's own column types, as the snapshot chunks store them: keys join as values and no text
 is parsed here. Positions are binary keys, compared byte by byte. Each row carries a sort key ``_cdc_sort`` =
 (position, priority, file, line): a previous state's row at the position it is as of, before a stream
@@ -32,9 +32,9 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
 from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
 from cdc_backfill.spark.column_types import spark_type
-from cdc_backfill.spark.keychanges import with_key_change_fills
 from cdc_backfill.spark.positions import key_literal
 
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
@@ -306,7 +306,7 @@ def reconcile_parts(
     the next state (its winner is itself), and passes through without a shuffle.
 
     ``key_changes``: the run has creates that left columns out (key changes of rows with an unchanged
-    TOAST value, see ``spark.keychanges``): the new keys take the old keys' values."""
+    TOAST value, see ``reconcile.spark.key_changes``): the new keys take the old keys' values."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if wins is None:

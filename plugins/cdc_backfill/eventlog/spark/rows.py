@@ -66,7 +66,7 @@ def _meta(events: DataFrame, ts: bool = False) -> list[Column]:
 def as_log_rows(
     events: DataFrame, collection: str, columns: Sequence[PgColumn], key: Sequence[str], ts: bool = False
 ) -> DataFrame:
-    """The collection's canonical events (``spark.landing``: ``key`` and ``after`` as JSON text) as log
+    """The collection's canonical events (``ingest.spark.parse``: ``key`` and ``after`` as JSON text) as log
     rows: a delete keeps its key's values, a truncate none (``ts``: with the source timestamp, as the
     log's files keep it)."""
     schema = event_schema(columns)

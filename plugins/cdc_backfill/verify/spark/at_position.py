@@ -26,12 +26,12 @@ from pyspark.sql import functions as F
 from cdc_backfill.eventlog.schema import POSITION
 from cdc_backfill.reconcile.columns import collection_columns
 from cdc_backfill.reconcile.runs import RunInput, landed_log_files, plan_run
-from cdc_backfill.spark.job import run_rows
+from cdc_backfill.reconcile.spark.job import run_rows
+from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
+from cdc_backfill.reconcile.spark.state import current_path
 from cdc_backfill.spark.positions import key_literal
-from cdc_backfill.spark.runs import read_run, reconcile_run
-from cdc_backfill.spark.state import current_path
-from cdc_backfill.spark.verify import compare_frame, no_state_reason
 from cdc_backfill.verify import VerifyError
+from cdc_backfill.verify.spark.stats import compare_frame, no_state_reason
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -153,10 +153,10 @@ def verify_collections(
     """What the CLI, the DAG's verify task and the repair call: at one position when there is a way to
     make the landing pass it (``catch_up``); else the source read now against the state advanced over
     the landed stream, the differing ranges re-checked after ``refresh`` brings the landing up to now
-    (``spark.verify_now``), each report saying why it is not at one position (``not_at_position``).
+    (``verify.spark.now``), each report saying why it is not at one position (``not_at_position``).
     """
     from cdc_backfill.pg.exported import ExportError
-    from cdc_backfill.spark.verify_now import verify_now
+    from cdc_backfill.verify.spark.now import verify_now
 
     if catch_up is not None and landing is not None:
         try:

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog.schema import OPS, POSITION
+from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.eventlog.store import describe
 from cdc_backfill.events.debezium import missing_key_collection
 from cdc_backfill.events.parse import ParseOptions
@@ -31,6 +32,7 @@ from cdc_backfill.files import fsync_dir, write_atomically
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
+from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files
 from cdc_backfill.layout import (
     LOG_DIR,
     ingest_file_name,
@@ -41,8 +43,6 @@ from cdc_backfill.layout import (
     staging_dir,
     stream_dir,
 )
-from cdc_backfill.spark.landing import QUARANTINE_COLUMNS, parse_landing_files
-from cdc_backfill.spark.logrows import as_log_rows, as_signal_rows
 
 log = logging.getLogger("cdc_backfill.ingest")
 

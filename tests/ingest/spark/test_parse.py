@@ -10,7 +10,7 @@ import pytest
 
 from cdc_backfill.events import ParseOptions, parse_file
 from cdc_backfill.events.model import dumps
-from cdc_backfill.spark.landing import events_only, landing_events, quarantined_only
+from cdc_backfill.ingest.spark.parse import events_only, landing_events, quarantined_only
 from cdc_backfill.spark.positions import position_of
 from tests.support.paths import FIXTURES
 
