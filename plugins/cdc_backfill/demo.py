@@ -6,7 +6,9 @@ draining the change stream all along, an ``execute-snapshot`` signal read by the
 readers (with a live progress display), then the Spark reconcile and ``verify`` of every range. It ends
 with a summary table and leaves everything in the demo folder.
 
-Only the entry point does I/O; the SQL and the summary are built by small functions.
+Only the entry point does I/O; the SQL and the summary are built by small functions, each step of the run
+is one function. The writer and the capture that run beside the snapshot are threads of their own
+(``demo_workers``); the commands printed at the end are ``demo_next``'s.
 """
 
 from __future__ import annotations
@@ -14,23 +16,29 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import random
 import shlex
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
 from cdc_backfill.demo_next import TABLES, next_commands
+from cdc_backfill.demo_workers import Capturer, DemoWriter
 from cdc_backfill.logs import VERBOSE_FORMAT
 from cdc_backfill.program import program
 from cdc_backfill.runtime import project_root
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cdc_backfill.signals.store import SignalStore
+    from cdc_backfill.snapshot.engine import SnapshotEngine
 
 log = logging.getLogger(__name__)
 
@@ -50,104 +58,6 @@ def seed_sql(rows: int) -> list[str]:
         "INSERT INTO order_lines SELECT i / 4, i % 4, 'SKU-' || (i % 997), 1 + i % 9, (i % 5000) / 100.0 "
         f"FROM generate_series(1, {half}) i",
     ]
-
-
-class DemoWriter:
-    """A seeded writer: one change per transaction (a few span several), paced so that it keeps going
-    during the whole snapshot on a small machine."""
-
-    def __init__(self, url: str, rows: int, seed: int = 7, per_second: float = 400.0) -> None:
-        self.engine = source_engine(url, pool_size=1)
-        self.rng = random.Random(seed)
-        self.rows = rows
-        self.pause = 1.0 / per_second
-        self.changes = 0
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="demo-writer", daemon=True)
-
-    def start(self) -> DemoWriter:
-        self._thread.start()
-        return self
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(timeout=60)
-        self.engine.dispose()
-        if self.errors:
-            raise self.errors[0]
-        return self.changes
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                with self.engine.begin() as conn:
-                    for _ in range(self.rng.choice([1, 1, 1, 1, 4])):
-                        self._one(conn)
-                        self.changes += 1
-                time.sleep(self.pause)
-        except BaseException as exc:  # reported by stop(): the demo must not pass with a dead writer
-            self.errors.append(exc)
-
-    def _one(self, conn: sa.Connection) -> None:
-        r, i = self.rng.random(), self.rng.randint(1, self.rows // 2 + 2000)
-        q: Callable[..., Any] = lambda sql, **p: conn.execute(sa.text(sql), p)  # noqa: E731
-        email = f"user{i}@example.org"
-        if r < 0.2:
-            q("INSERT INTO customers VALUES (:e, 'new', 'bronze', NULL) ON CONFLICT DO NOTHING", e=email)
-        elif r < 0.4:
-            q("UPDATE customers SET tier = 'platinum', name = name || '+' WHERE email = :e", e=email)
-        elif r < 0.5:
-            q("DELETE FROM customers WHERE email = :e", e=email)
-        elif r < 0.55:  # a key change
-            q("UPDATE customers SET email = :n WHERE email = :e AND NOT EXISTS "
-              "(SELECT 1 FROM customers WHERE email = :n)", e=email, n=f"moved{i}@example.org")  # fmt: skip
-        elif r < 0.75:
-            q("INSERT INTO order_lines VALUES (:o, :l, 'SKU-new', 1, 9.99) ON CONFLICT (order_id, line_no) "
-              "DO UPDATE SET qty = order_lines.qty + 1", o=i // 4, l=self.rng.randint(0, 5))  # fmt: skip
-        elif r < 0.9:
-            q(
-                "DELETE FROM order_lines WHERE order_id = :o AND line_no = :l",
-                o=i // 4,
-                l=self.rng.randint(0, 3),
-            )
-        else:  # a key change of a composite key
-            q("UPDATE order_lines SET line_no = line_no + 10 WHERE order_id = :o AND line_no = 0 AND NOT EXISTS "
-              "(SELECT 1 FROM order_lines WHERE order_id = :o AND line_no = 10)", o=i // 4)  # fmt: skip
-
-
-class Capturer:
-    """Drains the change stream again and again in a thread, as a deployed capture would follow it."""
-
-    def __init__(self, url: str, landing: Path) -> None:
-        from cdc_backfill.capture.typed import TypedPostgresCapture
-
-        self.capture = TypedPostgresCapture(url, landing)
-        self.drains = 0
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="demo-capture", daemon=True)
-
-    def drain(self) -> None:
-        self.capture.run()
-        self.drains += 1
-
-    def start(self) -> Capturer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=120)
-        if self.errors:
-            raise self.errors[0]
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.wait(1.0):
-                self.drain()
-        except BaseException as exc:
-            self.errors.append(exc)
 
 
 SPARK_MASTER = "local[2]"
@@ -266,21 +176,22 @@ def stop_demo(folder: Path) -> bool:
     return EmbeddedPostgres.stop_kept(folder / "postgres")
 
 
+@dataclass
+class _Run:
+    """What every step of one demo uses: where it prints, the source, the folders, the figures it fills."""
+
+    console: Console
+    url: str
+    engine: sa.Engine  # seeding, progress display and verify
+    landing: Path
+    state: Path
+    figures: Figures
+
+
 def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: bool, keep: bool) -> int:
     from rich.console import Console
-    from rich.live import Live
-    from rich.table import Table
 
     from cdc_backfill.pg.embedded import EmbeddedPostgres
-    from cdc_backfill.reconcile.spark.job import reconcile_landing
-    from cdc_backfill.signals.model import execute_snapshot
-    from cdc_backfill.signals.store import SignalStore
-    from cdc_backfill.snapshot.engine import SnapshotEngine
-    from cdc_backfill.snapshot.progress import ProgressStore
-    from cdc_backfill.snapshot.status import render, summarize
-    from cdc_backfill.spark.session import build_session
-    from cdc_backfill.verify.ranges import DEFAULT_RANGES
-    from cdc_backfill.verify.spark.stats import verify_collection
 
     console = Console()
     landing, state = folder / "landing", folder / "state"
@@ -290,70 +201,12 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
     engine: sa.Engine | None = None
     try:
         url = pg.url
-        engine = source_engine(url, pool_pre_ping=True)  # seeding, progress display and verify
-        with engine.begin() as conn:
-            for stmt in [*SCHEMA_SQL, *seed_sql(rows)]:
-                conn.execute(sa.text(stmt))
-        store = SignalStore(url)
-        store.init()
-        console.print(f"[bold]1.[/] embedded PostgreSQL at {url}: {rows:,} rows in {', '.join(TABLES)}")
-        capturer = Capturer(url, landing)
-        capturer.drain()  # the slot exists before anything changes
+        engine = source_engine(url, pool_pre_ping=True)
+        run = _Run(console, url, engine, landing, state, f)
+        store, capturer = _set_up(run)
         f.seconds["setup"] = time.monotonic() - t0
-
-        t1 = time.monotonic()
-        writer = DemoWriter(url, rows).start()
-        capturer.start()
-        signal = execute_snapshot("demo-1", [t.replace(".", "\\.") for t in TABLES], chunk_size=chunk_size)
-        store.send(signal)
-        console.print(f"[bold]2.[/] writer and capture running; execute-snapshot {signal.id} sent")
-        snap = SnapshotEngine(url, landing, readers=readers)
-        done = threading.Event()
-        failure: list[BaseException] = []
-
-        def snapshot() -> None:
-            try:
-                snap.run()
-            except BaseException as exc:
-                failure.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=snapshot, name="demo-snapshot", daemon=True).start()
-        progress = ProgressStore(engine, None)
-        with Live(console=console, refresh_per_second=4) as live:
-            while not done.wait(0.5):
-                live.update(render(summarize(progress.ranges())))
-            live.update(render(summarize(progress.ranges())))
-        if failure:
-            raise failure[0]
-        f.seconds["snapshot"] = time.monotonic() - t1
-        f.chunks, f.snapshot_rows = snap.chunks_written, snap.rows_written
-        time.sleep(1.0)  # the writer keeps going a moment after the last window
-        f.changes = writer.stop()
-        capturer.stop()
-        capturer.drain()  # everything committed is landed
-        console.print(
-            f"[bold]3.[/] snapshot done: {f.chunks} chunks; writer stopped after {f.changes:,} changes; stream drained"
-        )
-
-        t2 = time.monotonic()
-        console.print("[bold]4.[/] reconcile (Spark): its steps follow")
-        spark = build_session("cdc_backfill_demo", master=SPARK_MASTER)
-        try:
-            f.reconcile = reconcile_landing(spark, landing, state)
-            f.seconds["reconcile"] = time.monotonic() - t2
-            console.print(f"    state written to {state}")
-            t3 = time.monotonic()
-            for coll in TABLES:
-                console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
-                _source, report = verify_collection(engine, state, coll, DEFAULT_RANGES, SPARK_MASTER)
-                summary = report.summary()
-                f.verified[coll] = {"all_equal": report.all_equal, "ranges": summary["ranges"],
-                                    "equal": summary["equal"], "rows": summary["source_rows"]}  # fmt: skip
-            f.seconds["verify"] = time.monotonic() - t3
-        finally:
-            spark.stop()
+        _snapshot_while_writing(run, store, capturer, readers, chunk_size)
+        _reconcile_and_verify(run)
     finally:
         if engine is not None:
             engine.dispose()
@@ -361,25 +214,139 @@ def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: b
             pg.detach()
         else:
             pg.stop()
+    _print_summary(run, folder)
+    _print_next(run, folder, keep)
+    ok = all(v["all_equal"] for v in f.verified.values()) and len(f.verified) == len(TABLES)
+    return 0 if ok else 1
+
+
+def _set_up(run: _Run) -> tuple[SignalStore, Capturer]:
+    """Step 1: the sample tables seeded, the signal tables created, and the slot made by a first drain
+    before anything changes."""
+    from cdc_backfill.signals.store import SignalStore
+
+    with run.engine.begin() as conn:
+        for stmt in [*SCHEMA_SQL, *seed_sql(run.figures.rows)]:
+            conn.execute(sa.text(stmt))
+    store = SignalStore(run.url)
+    store.init()
+    run.console.print(
+        f"[bold]1.[/] embedded PostgreSQL at {run.url}: {run.figures.rows:,} rows in {', '.join(TABLES)}"
+    )
+    capturer = Capturer(run.url, run.landing)
+    capturer.drain()  # the slot exists before anything changes
+    return store, capturer
+
+
+def _snapshot_while_writing(
+    run: _Run, store: SignalStore, capturer: Capturer, readers: int, chunk_size: int
+) -> None:
+    """Steps 2 and 3: the snapshot of both tables while the writer changes them and the capture follows
+    the stream; then the writer stops and everything committed is landed."""
+    from cdc_backfill.signals.model import execute_snapshot
+    from cdc_backfill.snapshot.engine import SnapshotEngine
+
+    f = run.figures
+    t1 = time.monotonic()
+    writer = DemoWriter(run.url, f.rows).start()
+    capturer.start()
+    signal = execute_snapshot("demo-1", [t.replace(".", "\\.") for t in TABLES], chunk_size=chunk_size)
+    store.send(signal)
+    run.console.print(f"[bold]2.[/] writer and capture running; execute-snapshot {signal.id} sent")
+    snap = SnapshotEngine(run.url, run.landing, readers=readers)
+    _snapshot_with_progress(run, snap)
+    f.seconds["snapshot"] = time.monotonic() - t1
+    f.chunks, f.snapshot_rows = snap.chunks_written, snap.rows_written
+    time.sleep(1.0)  # the writer keeps going a moment after the last window
+    f.changes = writer.stop()
+    capturer.stop()
+    capturer.drain()  # everything committed is landed
+    run.console.print(
+        f"[bold]3.[/] snapshot done: {f.chunks} chunks; writer stopped after {f.changes:,} changes; stream drained"
+    )
+
+
+def _snapshot_with_progress(run: _Run, snap: SnapshotEngine) -> None:
+    """The snapshot engine runs in a thread while the terminal shows its progress table; what it
+    raised is raised here."""
+    from rich.live import Live
+
+    from cdc_backfill.snapshot.progress import ProgressStore
+    from cdc_backfill.snapshot.status import render, summarize
+
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def snapshot() -> None:
+        try:
+            snap.run()
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=snapshot, name="demo-snapshot", daemon=True).start()
+    progress = ProgressStore(run.engine, None)
+    with Live(console=run.console, refresh_per_second=4) as live:
+        while not done.wait(0.5):
+            live.update(render(summarize(progress.ranges())))
+        live.update(render(summarize(progress.ranges())))
+    if failure:
+        raise failure[0]
+
+
+def _reconcile_and_verify(run: _Run) -> None:
+    """Steps 4 and 5 on one Spark session: the landing reconciled into the state, then each table
+    verified against the source, range by range."""
+    from cdc_backfill.reconcile.spark.job import reconcile_landing
+    from cdc_backfill.spark.session import build_session
+    from cdc_backfill.verify.ranges import DEFAULT_RANGES
+    from cdc_backfill.verify.spark.stats import verify_collection
+
+    f = run.figures
+    t2 = time.monotonic()
+    run.console.print("[bold]4.[/] reconcile (Spark): its steps follow")
+    spark = build_session("cdc_backfill_demo", master=SPARK_MASTER)
+    try:
+        f.reconcile = reconcile_landing(spark, run.landing, run.state)
+        f.seconds["reconcile"] = time.monotonic() - t2
+        run.console.print(f"    state written to {run.state}")
+        t3 = time.monotonic()
+        for coll in TABLES:
+            run.console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
+            _source, report = verify_collection(run.engine, run.state, coll, DEFAULT_RANGES, SPARK_MASTER)
+            summary = report.summary()
+            f.verified[coll] = {"all_equal": report.all_equal, "ranges": summary["ranges"],
+                                "equal": summary["equal"], "rows": summary["source_rows"]}  # fmt: skip
+        f.seconds["verify"] = time.monotonic() - t3
+    finally:
+        spark.stop()
+
+
+def _print_summary(run: _Run, folder: Path) -> None:
+    """The closing table, the same figures in ``summary.json``, and what the folder holds."""
+    from rich.table import Table
 
     table = Table(title="cdc_backfill demo", show_header=False)
-    for what, value in summary_rows(f):
+    for what, value in summary_rows(run.figures):
         table.add_row(what, value)
-    console.print(table)
-    (folder / "summary.json").write_text(json.dumps(f.__dict__, indent=2, default=str))
-    console.print(
+    run.console.print(table)
+    (folder / "summary.json").write_text(json.dumps(run.figures.__dict__, indent=2, default=str))
+    run.console.print(
         f"\nArtifacts: {folder} (landing/: the typed event log and READ chunks, state/: versions and run summaries, "
         "demo.log: every chunk's steps)\nNext:"
     )
+
+
+def _print_next(run: _Run, folder: Path, keep: bool) -> None:
+    """The commands to run next, as this user's shell runs them; with ``keep``, how to stop the server."""
     with_make = (Path.cwd() / "Makefile").is_file() and Path.cwd() == project_root()
     cli = program()
-    plain = "postgresql://" + url.split("://", 1)[1]
-    for cmd, what in next_commands(cli, state, with_make, plain if keep else None, landing):
-        console.print(f"  {cmd}\n      {what}", highlight=False, markup=False, soft_wrap=True)
+    plain = "postgresql://" + run.url.split("://", 1)[1]
+    for cmd, what in next_commands(cli, run.state, with_make, plain if keep else None, run.landing):
+        run.console.print(f"  {cmd}\n      {what}", highlight=False, markup=False, soft_wrap=True)
     if keep:
-        console.print(
+        run.console.print(
             f"PostgreSQL keeps running at {plain}; stop it with: {cli} demo --stop --folder {shlex.quote(str(folder))}",
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
-    ok = all(v["all_equal"] for v in f.verified.values()) and len(f.verified) == len(TABLES)
-    return 0 if ok else 1

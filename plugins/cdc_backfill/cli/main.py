@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cdc_backfill import __version__
@@ -98,7 +98,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cdc-backfill {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add_parser in _command_groups():
+        add_parser(sub)
+    return parser
 
+
+def _command_groups() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
+    """Each command group's ``add_<command>_parser``, in the order ``--help`` lists the commands; the
+    other modules of the command line are imported only when a parser is built."""
+    from cdc_backfill.cli.capture import add_capture_parser
+    from cdc_backfill.cli.ingest import add_ingest_parser
+    from cdc_backfill.cli.reconcile import add_reconcile_parser
+    from cdc_backfill.cli.signals import add_signal_parser
+    from cdc_backfill.cli.snapshot import add_snapshot_parser
+    from cdc_backfill.cli.state import add_state_parser
+    from cdc_backfill.cli.verify import add_verify_parser
+
+    return [
+        add_doctor_parser,
+        add_events_parser,
+        add_signal_parser,
+        add_capture_parser,
+        add_snapshot_parser,
+        add_verify_parser,
+        add_ingest_parser,
+        add_state_parser,
+        add_demo_parser,
+        add_airflow_parser,
+        add_reconcile_parser,
+    ]
+
+
+def add_doctor_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     doctor = sub.add_parser(
         "doctor",
         help="check each part of the stack and print the exact fix for what is wrong",
@@ -116,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=_cmd_doctor)
 
+
+def add_events_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     events = sub.add_parser("events", help="read change events in any supported format")
     events_sub = events.add_subparsers(dest="events_command", metavar="ACTION", required=True)
     parse = events_sub.add_parser(
@@ -142,30 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parse.set_defaults(func=_cmd_events_parse)
 
-    from cdc_backfill.cli.signals import add_signal_parser
 
-    add_signal_parser(sub)
-
-    from cdc_backfill.cli.capture import add_capture_parser
-
-    add_capture_parser(sub)
-
-    from cdc_backfill.cli.snapshot import add_snapshot_parser
-
-    add_snapshot_parser(sub)
-
-    from cdc_backfill.cli.verify import add_verify_parser
-
-    add_verify_parser(sub)
-
-    from cdc_backfill.cli.ingest import add_ingest_parser
-
-    add_ingest_parser(sub)
-
-    from cdc_backfill.cli.state import add_state_parser
-
-    add_state_parser(sub)
-
+def add_demo_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     demo = sub.add_parser(
         "demo",
         help="the whole product on this machine: embedded PostgreSQL, writer, capture, snapshot, "
@@ -183,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--readers", type=int, default=2, help="snapshot readers (2)")
     demo.set_defaults(func=_cmd_demo)
 
+
+def add_airflow_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     air = sub.add_parser(
         "airflow",
         help="start Airflow (standalone) with this checkout's DAGs and plugin; `make airflow` runs it",
@@ -195,11 +208,6 @@ def build_parser() -> argparse.ArgumentParser:
     air.add_argument("--port", type=int, default=8080, help="the UI's port (default 8080)")
     air.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     air.set_defaults(func=_cmd_airflow)
-
-    from cdc_backfill.cli.reconcile import add_reconcile_parser
-
-    add_reconcile_parser(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -198,6 +198,18 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         epilog=SIGNAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    common, send = _parent_parsers()
+    kinds = signal.add_subparsers(dest="signal_command", metavar="ACTION", required=True)
+    _add_init_parser(kinds, common)
+    _add_execute_parser(kinds, send)
+    _add_control_parsers(kinds, send)
+    _add_reread_parser(kinds, common)
+    _add_list_parser(kinds, common)
+
+
+def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """(the options of every action: where the signal table is; those of the actions that send a
+    signal, on top)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--source", metavar="URL", help="SQLAlchemy URL of the source database")
     common.add_argument(
@@ -208,8 +220,10 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     send = argparse.ArgumentParser(add_help=False, parents=[common])
     send.add_argument("--id", help="the signal id (default: sig-<utc time>-<random>); at most 42 characters")
     send.add_argument("--dry-run", action="store_true", help="check everything, write nothing")
-    kinds = signal.add_subparsers(dest="signal_command", metavar="ACTION", required=True)
+    return common, send
 
+
+def _add_init_parser(kinds: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     init = kinds.add_parser("init", parents=[common], help="create the signal and status tables if missing")
     init.add_argument("--print-sql", action="store_true", help="print the CREATE TABLE statements instead")
     init.add_argument(
@@ -217,6 +231,8 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     init.set_defaults(func=_cmd_init)
 
+
+def _add_execute_parser(kinds: argparse._SubParsersAction, send: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     ex = kinds.add_parser(
         "execute-snapshot",
         parents=[send],
@@ -241,6 +257,9 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     ex.set_defaults(func=_cmd_send)
 
+
+def _add_control_parsers(kinds: argparse._SubParsersAction, send: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
+    """The signals that steer running snapshots (stop, pause, resume) and the log message."""
     stop = kinds.add_parser(
         "stop-snapshot",
         parents=[send],
@@ -262,6 +281,8 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     lg.add_argument("--message", required=True, help="the text to log")
     lg.set_defaults(func=_cmd_send)
 
+
+def _add_reread_parser(kinds: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     rr = kinds.add_parser(
         "reread", parents=[common], help="re-read the rows of a state that miss a value the stream never sent",
         epilog="example: cdc-backfill signal reread --state state/",
@@ -273,6 +294,8 @@ def add_signal_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     rr.set_defaults(func=_cmd_reread)
 
+
+def _add_list_parser(kinds: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     ls = kinds.add_parser(
         "list", parents=[common], help="every signal with its status, progress and reason",
         epilog="example: cdc-backfill signal list --json",

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHANGING = 4  # exit status: nothing known to differ, some ranges kept changing while verified
+# printed under the repair's commands when --landing was not given: LANDING stands in for it
+LANDING_NOTE = "  (LANDING: the landing zone the capture writes to; give --landing to have it filled in)"
 
 VERIFY_EPILOG = f"""examples (every option):
   cdc-backfill verify --source postgresql+psycopg2://cdc@db:5432/app --state state/ --collection public.orders
@@ -64,24 +66,52 @@ verified (verify again when writes pause). --ranges: 1 to {MAX_RANGES:,}.
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    refused = _refused(args)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
+    url = require_source_url(args.source)
+    verified = _verify_at_position(args, url)
+    if verified is None:
+        return 2
+    source, report = verified
+    current = collection_dir(Path(args.state), args.collection) / CURRENT
+    report = dataclasses.replace(
+        report, extra={"source": mask_url(url), "state": str(current), **report.extra}
+    )
+    repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
+    hint = None if args.repair else _repair_hint(args, report)
+    _print_report(args, report, hint)
+    if repaired:
+        return repaired
+    if args.wait and repair_id is not None:
+        return _complete(args, repair_id)
+    return 0 if report.all_equal else (1 if report.differing else CHANGING)
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    """Why the options cannot be run together, before anything is read; None when they can."""
+    if args.wait and not (args.repair and args.landing):
+        return "--wait completes a repair: give it with --repair and --landing DIR"
+    if not 1 <= args.ranges <= MAX_RANGES:
+        return f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}"
+    return None
+
+
+def _verify_at_position(args: argparse.Namespace, url: str) -> tuple[SourceSide, Report] | None:
+    """The collection verified, at one stream position when one can be had: (the source's side, the
+    report); None when it cannot be verified (the reason printed: exit 2). Spark is imported here, when
+    the command runs."""
+    from cdc_backfill.capture.catch_up import reach
     from cdc_backfill.capture.publication import CaptureError
+    from cdc_backfill.reconcile.runs import last_landing
     from cdc_backfill.reconcile.spark.job import LandingError
     from cdc_backfill.verify import VerifyError
     from cdc_backfill.verify.spark.at_position import verify_collections
 
-    if args.wait and not (args.repair and args.landing):
-        print("--wait completes a repair: give it with --repair and --landing DIR", file=sys.stderr)
-        return 2
-    if not 1 <= args.ranges <= MAX_RANGES:
-        print(f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}", file=sys.stderr)
-        return 2
     # Absolute before Spark sees it: a session's JVM resolves relative paths against its own folder.
     state = Path(args.state).absolute()
-    url = require_source_url(args.source)
     engine = source_engine(url, pool_pre_ping=True)
-    from cdc_backfill.capture.catch_up import reach
-    from cdc_backfill.reconcile.runs import last_landing
-
     # the landing given, else the one the state's last reconcile read
     landing = Path(args.landing).absolute() if args.landing else last_landing(state)
     ways = reach(url, landing, args.signal_table)
@@ -93,41 +123,38 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except (VerifyError, CaptureError, LandingError) as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
-        return 2
+        return None
     finally:
         engine.dispose()
-    source, report = done.source, done.report
-    current = collection_dir(Path(args.state), args.collection) / CURRENT
-    report = dataclasses.replace(
-        report, extra={"source": mask_url(url), "state": str(current), **report.extra}
-    )
-    repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
-    hint = None
-    if not args.repair and report.differing:
-        from cdc_backfill.verify.steps import repair_command
+    return done.source, done.report
 
-        command, note = repair_command(
-            args.source, args.landing or "LANDING", args.state, args.collection, args.signal_table
-        )
-        hint = shlex.join(command) + (f"  ({note})" if note else "")
-        report.extra["repair_command"] = hint
+
+def _repair_hint(args: argparse.Namespace, report: Report) -> str | None:
+    """Without ``--repair``: the command that repairs what differs, as a shell runs it (also recorded
+    in the report); None when nothing differs."""
+    if not report.differing:
+        return None
+    from cdc_backfill.verify.steps import repair_command
+
+    command, note = repair_command(
+        args.source, args.landing or "LANDING", args.state, args.collection, args.signal_table
+    )
+    hint = shlex.join(command) + (f"  ({note})" if note else "")
+    report.extra["repair_command"] = hint
+    return hint
+
+
+def _print_report(args: argparse.Namespace, report: Report, hint: str | None) -> None:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
-    else:
-        from cdc_backfill.verify.compare import render
+        return
+    from cdc_backfill.verify.compare import render
 
-        print(render(report))
-        if hint:
-            print(f"repair it: {hint}")
-            if not args.landing:
-                print(
-                    "  (LANDING: the landing zone the capture writes to; give --landing to have it filled in)"
-                )
-    if repaired:
-        return repaired
-    if args.wait and repair_id is not None:
-        return _complete(args, repair_id)
-    return 0 if report.all_equal else (1 if report.differing else CHANGING)
+    print(render(report))
+    if hint:
+        print(f"repair it: {hint}")
+        if not args.landing:
+            print(LANDING_NOTE)
 
 
 def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Report) -> tuple[int, str | None]:
@@ -170,10 +197,7 @@ def _repair(args: argparse.Namespace, url: str, source: SourceSide, report: Repo
         if steps.note:
             print(f"  ({steps.note})", file=out)
         if not args.landing:
-            print(
-                "  (LANDING: the landing zone the capture writes to; give --landing to have it filled in)",
-                file=out,
-            )
+            print(LANDING_NOTE, file=out)
     return 0, repair.signal.id
 
 

@@ -113,9 +113,7 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
     if not isinstance(payload, dict) or not isinstance(schema, dict):
         raise ParseError("not a DataWorks record: payload and schema must be objects")
     op = payload.get("op")
-    ts_info = payload.get("timestamp") or {}
-    ts = ts_info.get("eventTime") if isinstance(ts_info, dict) else None
-    ts = ts if isinstance(ts, int) and not isinstance(ts, bool) else None
+    ts = _event_time(payload)
     if op in NON_ROW_OPS or (op is None and payload.get("ddl")):
         seq = payload.get("sequenceId")
         position = (pos.as_int(seq, "sequenceId"), pos.DATAWORKS_OTHER) if seq is not None else ()
@@ -123,10 +121,31 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
     if op not in ("INSERT", "UPDATE_BEFOR", "UPDATE_AFTER", "DELETE"):
         raise ParseError(f"unknown op {op!r}")
     seq = pos.as_int(payload.get("sequenceId"), "sequenceId")
+    types = _column_types(schema)
+    coll = _collection(schema, collection)
+    key_cols = _key_columns(schema, types)
+    before = _row(payload.get("before"), types, "before")
+    after = _row(payload.get("after"), types, "after")
+    return _row_events(op, coll, key_cols, seq, before, after, ts)
+
+
+def _event_time(payload: dict[str, Any]) -> int | None:
+    """``timestamp.eventTime`` when it is an integer (informational: anything else is dropped)."""
+    ts_info = payload.get("timestamp") or {}
+    ts = ts_info.get("eventTime") if isinstance(ts_info, dict) else None
+    return ts if isinstance(ts, int) and not isinstance(ts, bool) else None
+
+
+def _column_types(schema: dict[str, Any]) -> dict[str, str]:
+    """Each column's type as ``schema.dataColumn`` declares it (STRING when it does not say)."""
     columns = schema.get("dataColumn")
     if not isinstance(columns, list):
         raise ParseError("schema.dataColumn is not a list of columns")
-    types = {c["name"]: str(c.get("type", "STRING")) for c in columns if isinstance(c, dict) and "name" in c}
+    return {c["name"]: str(c.get("type", "STRING")) for c in columns if isinstance(c, dict) and "name" in c}
+
+
+def _collection(schema: dict[str, Any], collection: str | None) -> str:
+    """The record's own ``dbName.tableName``, else the collection given for the file."""
     src = schema.get("source") or {}
     coll = (
         collection_name(src["dbName"], src["tableName"])
@@ -135,11 +154,21 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
     )
     if not coll:
         raise ParseError("no collection: schema.source has no dbName/tableName")
-    key_cols = _key_columns(schema, types)
-    before = _row(payload.get("before"), types, "before")
-    after = _row(payload.get("after"), types, "after")
-    first, second = (seq, pos.DATAWORKS_BEFORE_HALF), (seq, pos.DATAWORKS_OTHER)
+    return coll
 
+
+def _row_events(
+    op: str,
+    coll: str,
+    key_cols: list[str],
+    seq: int,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    ts: int | None,
+) -> list[ChangeEvent]:
+    """The events of a row change: a before-half at ``(seq, 0)``, an after-half or a whole change at
+    ``(seq, 1)`` (module docstring)."""
+    first, second = (seq, pos.DATAWORKS_BEFORE_HALF), (seq, pos.DATAWORKS_OTHER)
     if op == "INSERT":
         if after is None:
             raise ParseError("INSERT without an after image")

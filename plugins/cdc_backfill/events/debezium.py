@@ -193,10 +193,9 @@ def parse_debezium(
         return []  # tombstone: carries no change (log compaction's delete marker)
     if not isinstance(value, dict):
         raise ParseError(f"value is not an object: {type(value).__name__}")
-    if "status" in value and "id" in value and "op" not in value:
-        return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]  # transaction marker
-    if "op" not in value and ("ddl" in value or "tableChanges" in value):
-        return [ChangeEvent(None, "h", None, None, None, (), _ts(value.get("ts_ms")), format="debezium")]
+    marker = _marker(value)
+    if marker is not None:
+        return marker
     op = value.get("op")
     if op not in DEBEZIUM_OPS:
         raise ParseError(f"unknown op {op!r}")
@@ -206,9 +205,7 @@ def parse_debezium(
     connector = _connector(source)
     fmt = f"debezium-{connector}"
     position = _position(source, connector, offset, order)
-    ts = _ts(source.get("ts_ms"))
-    if ts is None:
-        ts = _ts(value.get("ts_ms"))
+    ts = _source_ts(source, value)
     snapshot = source.get("snapshot")
     snapshot_s = None if snapshot is None else str(snapshot).lower()
 
@@ -222,6 +219,37 @@ def parse_debezium(
     if op == "t":
         return [ChangeEvent(coll, "t", None, None, None, position, ts, format=fmt, snapshot=snapshot_s)]
 
+    before, after, unchanged = _rows(value, value_schema, op, key_payload)
+    row = after if after is not None else before
+    key = _event_key(coll, has_key, key_schema, key_payload, key_columns, row)
+    return [
+        ChangeEvent(coll, op, key, before, after, position, ts, unchanged, format=fmt, snapshot=snapshot_s)
+    ]
+
+
+def _marker(value: dict[str, Any]) -> list[ChangeEvent] | None:
+    """The one ``h`` event of a value that is no row change (a transaction boundary, a schema change);
+    None for a change."""
+    if "status" in value and "id" in value and "op" not in value:
+        return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]  # transaction marker
+    if "op" not in value and ("ddl" in value or "tableChanges" in value):
+        return [ChangeEvent(None, "h", None, None, None, (), _ts(value.get("ts_ms")), format="debezium")]
+    return None
+
+
+def _source_ts(source: Mapping[str, Any], value: dict[str, Any]) -> int | None:
+    """When the change happened in the source; else when the connector read it."""
+    ts = _ts(source.get("ts_ms"))
+    if ts is None:
+        ts = _ts(value.get("ts_ms"))
+    return ts
+
+
+def _rows(
+    value: dict[str, Any], value_schema: dict[str, Any] | None, op: str, key_payload: Any
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, tuple[str, ...]]:
+    """(before, after, unchanged columns) of a row change: the rows its op needs checked, decoded by the
+    value's schema when it has one, and the unavailable-value placeholders taken out of ``after``."""
     before, after = value.get("before"), value.get("after")
     for name, row in (("before", before), ("after", after)):
         if row is not None and not isinstance(row, dict):
@@ -234,15 +262,23 @@ def parse_debezium(
         before = decode_row(before, struct_decoders(envelope_field(value_schema, "before")))
         after = decode_row(after, struct_decoders(envelope_field(value_schema, "after")))
     after, unchanged = _toast(after)
+    return before, after, unchanged
 
+
+def _event_key(
+    coll: str,
+    has_key: bool,
+    key_schema: dict[str, Any] | None,
+    key_payload: Any,
+    key_columns: Mapping[str, Sequence[str]] | None,
+    row: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The record's Kafka key when it kept one, else the collection's key columns read from ``row``;
+    with neither, the record waits in quarantine for ``ingest`` to find the key (``MISSING_KEY``)."""
     if has_key and key_payload is not None:
         if not isinstance(key_payload, dict):
             raise ParseError(f"key is not an object: {key_payload!r}")
-        key = decode_row(key_payload, struct_decoders(key_schema)) if key_schema else dict(key_payload)
-    elif key_columns and coll in key_columns:
-        key = _key_from_row(after if after is not None else before, key_columns[coll])
-    else:
-        raise ParseError(MISSING_KEY.format(coll))
-    return [
-        ChangeEvent(coll, op, key, before, after, position, ts, unchanged, format=fmt, snapshot=snapshot_s)
-    ]
+        return decode_row(key_payload, struct_decoders(key_schema)) if key_schema else dict(key_payload)
+    if key_columns and coll in key_columns:
+        return _key_from_row(row, key_columns[coll])
+    raise ParseError(MISSING_KEY.format(coll))
