@@ -81,29 +81,6 @@ def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:
     assert plans.fence_target([]) is None
 
 
-def test_debezium_windows_are_done_when_all_closed_and_quiet() -> None:
-    rows = [
-        ("a-open", "snapshot-window-open", '{"openWindowTimestamp": "x"}'),
-        ("a-close", "snapshot-window-close", None),
-        ("n-open", "snapshot-window-open", '{"data-collection": "public.t", "signal": "sig-1"}'),  # native
-        ("sig-1", "execute-snapshot", "{}"),
-    ]
-    scan = plans.scan_windows(rows)
-    assert scan == plans.WindowScan(1, ())
-    opened = plans.scan_windows([*rows, ("b-open", "snapshot-window-open", None)])
-    assert opened.open_ids == ("b",)
-
-    watch = plans.WindowWatch(quiet_seconds=10, baseline=0)
-    assert not watch.observe(plans.WindowScan(0, ()), 0)  # first look
-    assert not watch.observe(plans.WindowScan(1, ("a",)), 1)  # a window is open
-    assert not watch.observe(plans.WindowScan(1, ()), 2)  # closed, not quiet yet
-    assert not watch.observe(plans.WindowScan(1, ()), 11)
-    assert watch.observe(plans.WindowScan(1, ()), 12.5)
-    never_started = plans.WindowWatch(quiet_seconds=0)
-    assert not never_started.observe(plans.WindowScan(3, ()), 0)
-    assert not never_started.observe(plans.WindowScan(3, ()), 100)  # no window since the watch began
-
-
 def _range(status: str, chunks: int = 0, rows: int = 0, reason: str | None = None) -> RangeProgress:
     now = dt.datetime(2026, 1, 1)
     return RangeProgress("s", "public.t", 0, status, None, None, None, chunks, rows, 10, now, now, reason)

@@ -1,7 +1,8 @@
 """Hooks: turn an Airflow connection into what the package needs, and own the I/O against the source.
 
 Operators, the sensor, the trigger and the progress page call these methods; none of them opens a
-connection of its own.
+connection of its own. The SQL they run lives with its tables (``signals.queries``, ``snapshot.queries``,
+the stores); the hook hands them its connections and closes them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from airflow.sdk import BaseHook
 
 from cdc_backfill.airflow.defaults import SOURCE_CONN_ID
 from cdc_backfill.config import config_files, mask_url, resolve_source, source_engine, sqlalchemy_url
-from cdc_backfill.signals.states import ACTIVE, SignalStatus
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -55,7 +55,101 @@ def no_source() -> str:
     )
 
 
-class CdcSourceHook(BaseHook):
+def source_without_connection(conn_id: str) -> str:
+    """The URL standing in for a connection that is not defined: the project's configured source, only
+    for the default id (a DAG run naming another id means that database, never a silent substitute)."""
+    setting = resolve_source() if conn_id == SOURCE_CONN_ID else None
+    if setting is None:
+        raise SourceNotConfigured(missing_connection(conn_id))
+    log.info("no connection %s: the source from %s", SOURCE_CONN_ID, setting.origin)
+    return setting.url
+
+
+@contextmanager
+def disposed(engine: sa.Engine) -> Iterator[sa.Engine]:
+    """The engine, its pool closed on exit: each call here makes an engine of its own, and none of its
+    connections to the source may outlive the call."""
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+class SourceSignals:
+    """What the hook's tasks ask of the signal tables and the engine's progress: each method opens the
+    signal store on the hook's source, hands its connection to the reads of ``signals.queries`` and
+    ``snapshot.queries`` (or to the store), and closes it. Mixed into ``CdcSourceHook``, which says where
+    the source is and makes the store."""
+
+    def signal_store(self, url: str | None = None) -> SignalStore:
+        raise NotImplementedError  # CdcSourceHook's factory
+
+    @contextmanager
+    def _store(self) -> Iterator[SignalStore]:
+        store = self.signal_store()
+        with disposed(store.engine):
+            yield store
+
+    @contextmanager
+    def _connection(self) -> Iterator[tuple[SignalStore, sa.Connection]]:
+        """The signal store and one connection of its engine, for the reads of ``signals.queries``."""
+        with self._store() as store, store.engine.connect() as conn:
+            yield store, conn
+
+    def check_signal(self, signal: Signal) -> tuple[ValidatedSignal, str]:
+        """(the signal resolved against the catalog, the signal table's collection name); nothing written.
+        Raises SignalError when the signal would be refused."""
+        with self._store() as store:
+            return store.check(signal), store.signal_collection
+
+    def send_signal(self, signal: Signal) -> tuple[ValidatedSignal, bool]:
+        """(resolved signal, sent now). A signal whose id is already in the signal table (a retry of the
+        task) is checked again, not sent twice."""
+        from cdc_backfill.signals.queries import signal_written
+
+        with self._store() as store:
+            with store.engine.connect() as conn:
+                if signal_written(conn, store.signal, signal.id):
+                    return store.check(signal), False
+            return store.send(signal), True
+
+    def signal_status(self, signal_id: str) -> tuple[str, str | None] | None:
+        """(status, reason) of a signal, or None when nobody has recorded one yet."""
+        from cdc_backfill.signals.queries import signal_status
+
+        with self._connection() as (store, conn):
+            return signal_status(conn, store.status, signal_id)
+
+    def unfinished_snapshots(self) -> dict[str, list[str]]:
+        """Execute signals not finished yet (accepted, running, paused), with their collections."""
+        from cdc_backfill.signals.queries import unfinished_snapshots
+
+        with self._store() as store:
+            return unfinished_snapshots(store.list())
+
+    def paused_signals(self) -> frozenset[str]:
+        """The ids of signals whose status is paused."""
+        with self._store() as store:
+            return store.paused()
+
+    def progress_ranges(
+        self, signal_id: str | None = None, collection: str | None = None
+    ) -> list[RangeProgress]:
+        """The engine's progress rows (none when the engine never ran against this source)."""
+        from cdc_backfill.snapshot.queries import read_progress
+
+        with self._store() as store:
+            return read_progress(store.engine, store.schema, signal_id, collection)
+
+    def window_rows(self) -> list[tuple[str, str, str | None]]:
+        """Every watermark row of the signal table, ``(id, type, data)``."""
+        from cdc_backfill.signals.queries import window_rows
+
+        with self._connection() as (store, conn):
+            return window_rows(conn, store.signal)
+
+
+class CdcSourceHook(SourceSignals, BaseHook):
     """The source database of a snapshot, from an Airflow connection or the project's config.
 
     An empty ``source_conn_id`` falls back to ``CDC_BACKFILL_SOURCE_URL`` / the config file.
@@ -80,18 +174,14 @@ class CdcSourceHook(BaseHook):
         default ``cdc_source`` and no such connection is defined; None when neither names one."""
         from airflow.exceptions import AirflowNotFoundException
 
-        if self.source_conn_id:
-            try:
-                conn = self.get_connection(self.source_conn_id)
-            except AirflowNotFoundException:
-                setting = resolve_source() if self.source_conn_id == SOURCE_CONN_ID else None
-                if setting is None:
-                    raise SourceNotConfigured(missing_connection(self.source_conn_id)) from None
-                log.info("no connection %s: the source from %s", SOURCE_CONN_ID, setting.origin)
-                return setting.url
-            return sqlalchemy_url(conn.get_uri())
-        setting = resolve_source()
-        return setting.url if setting else None
+        if not self.source_conn_id:
+            setting = resolve_source()
+            return setting.url if setting else None
+        try:
+            conn = self.get_connection(self.source_conn_id)
+        except AirflowNotFoundException:
+            return source_without_connection(self.source_conn_id)
+        return sqlalchemy_url(conn.get_uri())
 
     def require_source_url(self) -> str:
         url = self.get_source_url()
@@ -104,91 +194,14 @@ class CdcSourceHook(BaseHook):
         url = self.get_source_url()
         return mask_url(url) if url else "(not configured)"
 
-    # ------------------------------------------------------------ signals and progress
+    # ------------------------------------------------------------ signals and progress (SourceSignals)
 
     def signal_store(self, url: str | None = None) -> SignalStore:
-        """A signal store of its own (the caller disposes its engine); prefer the methods below."""
+        """A signal store of its own (the caller disposes its engine); prefer the methods of
+        ``SourceSignals``."""
         from cdc_backfill.signals.store import SignalStore
 
         return SignalStore(url or self.require_source_url(), self.signal_table)
-
-    @contextmanager
-    def _store(self) -> Iterator[SignalStore]:
-        store = self.signal_store()
-        try:
-            yield store
-        finally:
-            store.engine.dispose()
-
-    def check_signal(self, signal: Signal) -> tuple[ValidatedSignal, str]:
-        """(the signal resolved against the catalog, the signal table's collection name); nothing written.
-        Raises SignalError when the signal would be refused."""
-        with self._store() as store:
-            return store.check(signal), store.signal_collection
-
-    def send_signal(self, signal: Signal) -> tuple[ValidatedSignal, bool]:
-        """(resolved signal, sent now). A signal whose id is already in the signal table (a retry of the
-        task) is checked again, not sent twice."""
-        import sqlalchemy as sa
-
-        with self._store() as store:
-            with store.engine.connect() as conn:
-                t = store.signal
-                if sa.inspect(conn).has_table(t.name, schema=store.schema):
-                    if conn.execute(sa.select(t.c.id).where(t.c.id == signal.id)).first() is not None:
-                        return store.check(signal), False
-            return store.send(signal), True
-
-    def signal_status(self, signal_id: str) -> tuple[str, str | None] | None:
-        """(status, reason) of a signal, or None when nobody has recorded one yet."""
-        import sqlalchemy as sa
-
-        with self._store() as store, store.engine.connect() as conn:
-            if not sa.inspect(conn).has_table(store.status.name, schema=store.schema):
-                return None
-            st = store.status
-            row = conn.execute(sa.select(st.c.status, st.c.reason).where(st.c.signal_id == signal_id)).first()
-            return (row.status, row.reason) if row is not None else None
-
-    def unfinished_snapshots(self) -> dict[str, list[str]]:
-        """Execute signals not finished yet (accepted, running, paused), with their collections."""
-        from cdc_backfill.signals.model import EXECUTE
-
-        with self._store() as store:
-            return {
-                v.id: list(v.collections)
-                for v in store.list()
-                if v.type == EXECUTE and v.status in (SignalStatus.RECEIVED, *ACTIVE)
-            }
-
-    def paused_signals(self) -> frozenset[str]:
-        """The ids of signals whose status is paused."""
-        with self._store() as store:
-            return store.paused()
-
-    def progress_ranges(
-        self, signal_id: str | None = None, collection: str | None = None
-    ) -> list[RangeProgress]:
-        """The engine's progress rows (none when the engine never ran against this source)."""
-        from cdc_backfill.snapshot.progress import ProgressStore
-
-        with self._store() as store:
-            return read_progress(
-                store.engine, ProgressStore(store.engine, store.schema), signal_id, collection
-            )
-
-    def window_rows(self) -> list[tuple[str, str, str | None]]:
-        """Every watermark row of the signal table, ``(id, type, data)``."""
-        import sqlalchemy as sa
-
-        from cdc_backfill.signals.model import ENGINE_TYPES
-
-        with self._store() as store, store.engine.connect() as conn:
-            t = store.signal
-            if not sa.inspect(conn).has_table(t.name, schema=store.schema):
-                return []
-            rows = conn.execute(sa.select(t.c.id, t.c.type, t.c.data).where(t.c.type.in_(ENGINE_TYPES)))
-            return [(r.id, r.type, r.data) for r in rows]
 
     # ------------------------------------------------------------ the stream
 
@@ -197,11 +210,8 @@ class CdcSourceHook(BaseHook):
         before (the close watermarks). Returns the message's LSN."""
         from cdc_backfill.capture.fence import emit_fence
 
-        engine = source_engine(self.require_source_url())
-        try:
+        with disposed(source_engine(self.require_source_url())) as engine:
             return emit_fence(engine, label)
-        finally:
-            engine.dispose()
 
     def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
         """Run Debezium's connector (embedded, in this process) until everything committed so far has
@@ -230,10 +240,8 @@ class CdcSourceHook(BaseHook):
         """Create the capture's publication and slot when missing, so that the stream holds every change
         and watermark from now on (a snapshot must not start before its windows can be captured)."""
         capture = self.capture(landing, slot, publication, collections)
-        try:
+        with disposed(capture.engine):
             return capture.setup()
-        finally:
-            capture.engine.dispose()
 
     def capture(
         self,
@@ -284,10 +292,8 @@ class CdcSourceHook(BaseHook):
             signal_id=signal_id,
             collection=collection,
         )
-        try:
+        with disposed(engine.engine):
             yield engine
-        finally:
-            engine.engine.dispose()
 
     def verify(
         self,
@@ -303,22 +309,8 @@ class CdcSourceHook(BaseHook):
         from cdc_backfill.airflow.verifying import verify_collections
 
         url = self.require_source_url()
-        engine = source_engine(url, pool_pre_ping=True)
-        try:
+        with disposed(source_engine(url, pool_pre_ping=True)) as engine:
             return verify_collections(
                 url, engine, Path(state_dir), collections, ranges, master,
                 landing=landing, capture=capture, signal_table=self.signal_table,
             )  # fmt: skip
-        finally:
-            engine.dispose()
-
-
-def read_progress(
-    engine: sa.Engine, progress: Any, signal_id: str | None = None, collection: str | None = None
-) -> list[RangeProgress]:
-    import sqlalchemy as sa
-
-    with engine.connect() as conn:
-        if not sa.inspect(conn).has_table(progress.table.name, schema=progress.table.schema):
-            return []
-    return list(progress.ranges(signal_id, collection))

@@ -48,8 +48,49 @@ def collections_param(description: str, default: list[str] | None, required: boo
     return Param(default, title="Collections", description=description, **schema)
 
 
+def landing_param(description: str) -> Param:
+    return Param(
+        default_landing(),
+        type="string",
+        minLength=1,
+        maxLength=1024,
+        title="Landing zone",
+        description=description,
+    )
+
+
 def snapshot_params() -> dict[str, Param]:
-    """The form of ``cdc_incremental_snapshot``."""
+    """The form of ``cdc_incremental_snapshot``; the form shows the fields in this order: which rows,
+    how they are read, then where from and where to."""
+    return {
+        **rows_params(),
+        **reading_params(),
+        "source_conn_id": source_conn_param(),
+        "landing_dir": landing_param(
+            "Folder of the landed stream and READ chunks (CDC_BACKFILL_LANDING, or [lake] landing in the "
+            "config file)."
+        ),
+        "state_dir": Param(
+            default_state(),
+            type="string",
+            minLength=1,
+            maxLength=1024,
+            title="State",
+            description="Folder of the reconciled states (CDC_BACKFILL_STATE, or [lake] state in the config "
+            "file).",
+        ),
+        "verify": Param(
+            True,
+            type="boolean",
+            title="Verify",
+            description="Compare each state with the source range by range after the reconcile; the run fails "
+            "when a range differs.",
+        ),
+    }
+
+
+def rows_params() -> dict[str, Param]:
+    """Which rows a snapshot reads: the collections, a condition, the key to chunk by."""
     return {
         "collections": collections_param(
             "Required. Tables to snapshot: regular expressions that match whole schema.table names, as in "
@@ -76,6 +117,12 @@ def snapshot_params() -> dict[str, Param]:
             description="Optional column with a unique index to chunk by instead of the primary key "
             "(required for a table without one). Empty: the primary key.",
         ),
+    }
+
+
+def reading_params() -> dict[str, Param]:
+    """How a snapshot is read and its stream landed: chunk size, readers, engine, capture."""
+    return {
         "chunk_size": Param(
             4096,
             type="integer",
@@ -111,32 +158,6 @@ def snapshot_params() -> dict[str, Param]:
             "reads the chunks. external: another process lands it (cdc_capture_postgres, capture --follow, "
             "capture debezium --follow); the DAG only waits for it.",
         ),
-        "source_conn_id": source_conn_param(),
-        "landing_dir": Param(
-            default_landing(),
-            type="string",
-            minLength=1,
-            maxLength=1024,
-            title="Landing zone",
-            description="Folder of the landed stream and READ chunks (CDC_BACKFILL_LANDING, or [lake] landing "
-            "in the config file).",
-        ),
-        "state_dir": Param(
-            default_state(),
-            type="string",
-            minLength=1,
-            maxLength=1024,
-            title="State",
-            description="Folder of the reconciled states (CDC_BACKFILL_STATE, or [lake] state in the config "
-            "file).",
-        ),
-        "verify": Param(
-            True,
-            type="boolean",
-            title="Verify",
-            description="Compare each state with the source range by range after the reconcile; the run fails "
-            "when a range differs.",
-        ),
     }
 
 
@@ -156,14 +177,7 @@ def stop_params() -> dict[str, Param]:
 def capture_params() -> dict[str, Param]:
     """The form of ``cdc_capture_postgres`` (its schedule runs with these defaults)."""
     return {
-        "landing_dir": Param(
-            default_landing(),
-            type="string",
-            minLength=1,
-            maxLength=1024,
-            title="Landing zone",
-            description="Folder the stream files are landed in.",
-        ),
+        "landing_dir": landing_param("Folder the stream files are landed in."),
         "collections": Param(
             None,
             type=["array", "null"],

@@ -68,8 +68,34 @@ def snapshot_pipeline(
         verify=verify,
         source_conn_id=source_conn_id,
     )
-    plan = validate.output
-    signal = CdcExecuteSnapshotOperator(
+    signal = signal_task(
+        validate.output,
+        collections=collections,
+        condition=condition,
+        surrogate_key=surrogate_key,
+        chunk_size=chunk_size,
+        source_conn_id=source_conn_id,
+    )
+    snapshot = snapshot_task(validate.output, signal, source_conn_id)
+    drain, wait = stream_tasks(snapshot, source_conn_id, quiet_seconds)
+    signal >> snapshot >> drain >> wait
+    tasks: dict[str, Any] = {
+        "validate": validate, "signal": signal, "snapshot": snapshot, "drain": drain, "wait": wait,
+    }  # fmt: skip
+    if not reconcile:
+        return tasks
+    after = reconcile_tasks(spark_conn_id, source_conn_id)
+    wait >> after["reconcile"] >> after["reread"] >> after["verify"]
+    tasks.update(after)
+    return tasks
+
+
+def signal_task(
+    plan: Any, *, collections: Any, condition: Any, surrogate_key: Any, chunk_size: Any, source_conn_id: Any
+) -> CdcExecuteSnapshotOperator:
+    """Send the execute signal of the validated ``plan`` (the validate task's output); its output is the
+    collections, one snapshot task each."""
+    return CdcExecuteSnapshotOperator(
         task_id="signal",
         signal_id=plan["signal_id"],
         collections=collections,
@@ -80,7 +106,12 @@ def snapshot_pipeline(
         landing_dir=plan["landing_dir"],
         source_conn_id=source_conn_id,
     )
-    snapshot = CdcSnapshotOperator.partial(
+
+
+def snapshot_task(plan: Any, signal: CdcExecuteSnapshotOperator, source_conn_id: Any) -> Any:
+    """One mapped snapshot task per collection the signal named, retried: the engine resumes a range
+    where its last chunk ended."""
+    return CdcSnapshotOperator.partial(
         task_id="snapshot",
         signal_id=plan["signal_id"],
         landing_dir=plan["landing_dir"],
@@ -90,6 +121,12 @@ def snapshot_pipeline(
         retries=2,
         retry_delay=timedelta(seconds=10),
     ).expand(collection=signal.output)
+
+
+def stream_tasks(
+    snapshot: Any, source_conn_id: Any, quiet_seconds: float
+) -> tuple[CdcCaptureDrainOperator, CdcWindowsClosedSensor]:
+    """(drain, wait): land the stream up to now, then wait until it has passed the snapshot's last window."""
     drain = CdcCaptureDrainOperator(
         task_id="drain",
         landing_dir=pulled("validate", "landing_dir"),
@@ -111,13 +148,12 @@ def snapshot_pipeline(
         quiet_seconds=quiet_seconds,
         trigger_rule=AFTER_SNAPSHOT,
     )
-    signal >> snapshot >> drain >> wait
-    tasks: dict[str, Any] = {
-        "validate": validate, "signal": signal, "snapshot": snapshot, "drain": drain, "wait": wait,
-    }  # fmt: skip
-    if not reconcile:
-        return tasks
-    reconcile_task = CdcReconcileOperator(
+    return drain, wait
+
+
+def reconcile_tasks(spark_conn_id: str, source_conn_id: Any) -> dict[str, Any]:
+    """reconcile -> reread -> verify, by name (not wired): every value pulled from the validate task."""
+    reconcile = CdcReconcileOperator(
         task_id="reconcile",
         conn_id=spark_conn_id,
         application=pulled("validate", "reconcile_application"),
@@ -126,13 +162,13 @@ def snapshot_pipeline(
         trigger_rule=AFTER_SNAPSHOT,
     )
     # rows the stream never sent a value for: their keys are re-read by a snapshot of their own
-    reread_task = CdcRereadOperator(
+    reread = CdcRereadOperator(
         task_id="reread",
         collections=pulled("validate", "collections"),
         state_dir=pulled("validate", "state_dir"),
         source_conn_id=source_conn_id,
     )
-    verify_task = CdcVerifyOperator(
+    verify = CdcVerifyOperator(
         task_id="verify",
         collections=pulled("validate", "collections"),
         state_dir=pulled("validate", "state_dir"),
@@ -143,6 +179,4 @@ def snapshot_pipeline(
         source_conn_id=source_conn_id,
         trigger_rule=AFTER_SNAPSHOT,
     )
-    wait >> reconcile_task >> reread_task >> verify_task
-    tasks.update(reconcile=reconcile_task, reread=reread_task, verify=verify_task)
-    return tasks
+    return {"reconcile": reconcile, "reread": reread, "verify": verify}

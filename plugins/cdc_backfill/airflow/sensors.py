@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger, debezium_reported, debezium_scan, landed
 from cdc_backfill.capture.fence import stream_passed
+from cdc_backfill.signals import windows
 
 
 class CdcWindowsClosedSensor(BaseSensorOperator):
@@ -23,7 +24,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
     (``snapshots``: their results); done when the capture's landing zone holds a commit past the greatest
     fence (file names say how far it landed). ``engine="debezium"``: done when Debezium's windows in the
     signal table are all closed and no new one opened for ``quiet_seconds``
-    (:class:`cdc_backfill.airflow.plans.WindowWatch`).
+    (:class:`cdc_backfill.signals.windows.WindowWatch`).
 
     Pokes once in the worker (after a drain the answer is yes at once); else, with ``deferrable=True``,
     hands the wait to the triggerer.
@@ -63,7 +64,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self.capture = capture
         self.signal_id = signal_id
-        self._watch: plans.WindowWatch | None = None
+        self._watch: windows.WindowWatch | None = None
 
     def _mode(self) -> str:
         return plans.one_of(self.engine, "engine", plans.ENGINES)
@@ -93,7 +94,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
                 self.log.info("Debezium reported the snapshot %s completed", self.signal_id)
                 return True
             if self._watch is None:
-                self._watch = plans.WindowWatch(self.quiet_seconds, self._baseline())
+                self._watch = windows.WindowWatch(self.quiet_seconds, self._baseline())
             scan = debezium_scan(
                 plans.optional_text(self.source_conn_id) or "", plans.optional_text(self.signal_table)
             )

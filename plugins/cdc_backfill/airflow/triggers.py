@@ -11,8 +11,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from cdc_backfill.airflow import plans
 from cdc_backfill.capture.fence import stream_passed
+from cdc_backfill.signals import windows
 
 
 def landed(landing: str) -> tuple[int, int]:
@@ -31,10 +31,10 @@ def debezium_reported(landing: str, signal_id: str | None) -> str | None:
     return ended_snapshots(Path(landing)).get(signal_id) if signal_id else None
 
 
-def debezium_scan(source_conn_id: str, signal_table: str | None) -> plans.WindowScan:
+def debezium_scan(source_conn_id: str, signal_table: str | None) -> windows.WindowScan:
     from cdc_backfill.airflow.hooks import CdcSourceHook
 
-    return plans.scan_windows(CdcSourceHook(source_conn_id, signal_table).window_rows())
+    return windows.scan_windows(CdcSourceHook(source_conn_id, signal_table).window_rows())
 
 
 class CdcWindowsClosedTrigger(BaseTrigger):
@@ -85,7 +85,7 @@ class CdcWindowsClosedTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        watch = plans.WindowWatch(self.quiet_seconds, self.baseline_windows)
+        watch = windows.WindowWatch(self.quiet_seconds, self.baseline_windows)
         while True:
             # file and database reads block: off the triggerer's event loop
             if self.engine == "debezium":

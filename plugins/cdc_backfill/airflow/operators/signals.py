@@ -14,6 +14,7 @@ from cdc_backfill.airflow.hooks import SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
 from cdc_backfill.capture.debezium import DebeziumRefused
 from cdc_backfill.signals.model import SignalError, new_signal_id
+from cdc_backfill.signals.windows import scan_windows
 
 
 class CdcValidateSnapshotOperator(CdcOperator):
@@ -148,7 +149,7 @@ class CdcExecuteSnapshotOperator(CdcOperator):
                 # the slot's stream, and Debezium would never start the snapshot.
                 ran = hook.debezium_drain(Path(landing))
                 self.log.info("Debezium's connector is streaming: %s records landed", ran.records)
-            windows = plans.scan_windows(hook.window_rows()).windows
+            windows = scan_windows(hook.window_rows()).windows
             validated, sent = hook.send_signal(signal)
         except (SignalError, ValueError, SourceNotConfigured, DebeziumRefused) as exc:
             raise refuse(exc) from exc
