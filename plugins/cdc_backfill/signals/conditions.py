@@ -86,6 +86,7 @@ SAFE_FUNCTIONS: tuple[type[exp.Expression], ...] = (
 )
 SAFE_FUNCTION_NAMES = "lower, upper, coalesce, abs, length, trim, substring, round, floor, ceil, current_date, current_timestamp, cast"
 ALLOWED = PREDICATES + VALUES + SAFE_FUNCTIONS
+QUERIES: tuple[type[exp.Expression], ...] = (exp.Subquery, exp.Select, exp.Union, exp.Exists)
 
 
 def sqlglot_dialect(sqlalchemy_dialect: str) -> str:
@@ -109,6 +110,19 @@ def check_condition(condition: str, dialect: str, columns: Sequence[str], collec
     if not text:
         raise SignalError(f"the condition for {collection} is empty")
     glot = sqlglot_dialect(dialect)
+    _check_tokens(text, glot, collection)
+    tree = _one_tree(text, glot, collection)
+    _check_root(tree, collection)
+    known = {c.lower(): c for c in columns}
+    for node in tree.walk():
+        _check_node(node, collection)
+        if isinstance(node, exp.Column):
+            _check_column(node, columns, known, collection)
+    return text
+
+
+def _check_tokens(text: str, glot: str, collection: str) -> None:
+    """Refuse before parsing what a parser would quietly accept or drop: comments and a second statement."""
     try:
         tokens = sqlglot.Dialect.get_or_raise(glot).tokenize(text)
     except TokenError:
@@ -122,57 +136,71 @@ def check_condition(condition: str, dialect: str, columns: Sequence[str], collec
         raise SignalError(
             f"the condition for {collection} contains ';': a condition is one predicate, not statements"
         )
+
+
+def _one_tree(text: str, glot: str, collection: str) -> exp.Expression:
+    """The condition's syntax tree: exactly one expression."""
     try:
         trees = sqlglot.parse(text, read=glot)
     except (SqlglotParseError, TokenError) as exc:
         first = str(exc).splitlines()[0]
         raise SignalError(f"the condition for {collection} is not valid {glot} SQL: {first}") from None
-    trees = [t for t in trees if t is not None]
-    if len(trees) != 1:
+    found = [t for t in trees if t is not None]
+    if len(found) != 1:
         raise SignalError(
-            f"the condition for {collection} must be one predicate, found {len(trees)} statements"
+            f"the condition for {collection} must be one predicate, found {len(found)} statements"
         )
-    tree = trees[0]
+    return found[0]
+
+
+def _check_root(tree: exp.Expression, collection: str) -> None:
+    """The whole condition (inside any parentheses) must be a predicate, not a value or a query."""
     root = tree.unnest() if isinstance(tree, exp.Paren) else tree
-    if isinstance(root, exp.Subquery | exp.Select | exp.Union | exp.Exists):
-        raise SignalError(f"the condition for {collection} contains a subquery: subqueries are not allowed")
+    _refuse_query(root, collection)
     if not isinstance(root, PREDICATES):
         kind = type(root).__name__.upper()
         raise SignalError(
             f"the condition for {collection} is not a boolean predicate (it is a {kind}: {_describe(root)}); "
             "write a comparison such as status = 'open' AND amount > 10"
         )
-    known = {c.lower(): c for c in columns}
-    for node in tree.walk():
-        if isinstance(node, exp.Subquery | exp.Select | exp.Union | exp.Exists):
-            raise SignalError(
-                f"the condition for {collection} contains a subquery: subqueries are not allowed"
-            )
-        if isinstance(node, exp.Func) and not isinstance(node, ALLOWED):
-            name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
-            raise SignalError(
-                f"the condition for {collection} calls {name.lower()}(), which is not allowed "
-                f"(allowed functions: {SAFE_FUNCTION_NAMES})"
-            )
-        if not isinstance(node, ALLOWED):
-            raise SignalError(
-                f"the condition for {collection} contains {type(node).__name__.upper()} "
-                f"({_describe(node)}), which is not allowed in a condition"
-            )
-        if isinstance(node, exp.Column):
-            if node.table:
-                raise SignalError(
-                    f"the condition for {collection} names {node.sql()}: write bare column names of the table"
-                )
-            ident = node.this
-            name = ident.this if isinstance(ident, exp.Identifier) else str(ident)
-            quoted = isinstance(ident, exp.Identifier) and ident.quoted
-            if (name not in columns) if quoted else (name.lower() not in known):
-                hint = ""
-                if not quoted and name.lower() not in known:
-                    hint = " (a text value must be in single quotes)"
-                raise SignalError(
-                    f"the condition for {collection} names unknown column {name!r}{hint}; "
-                    f"columns: {', '.join(columns)}"
-                )
-    return text
+
+
+def _refuse_query(node: exp.Expression, collection: str) -> None:
+    if isinstance(node, QUERIES):
+        raise SignalError(f"the condition for {collection} contains a subquery: subqueries are not allowed")
+
+
+def _check_node(node: exp.Expression, collection: str) -> None:
+    """Every node of the tree must be of an allowed kind; a subquery or a function off the list is named."""
+    _refuse_query(node, collection)
+    if isinstance(node, exp.Func) and not isinstance(node, ALLOWED):
+        name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
+        raise SignalError(
+            f"the condition for {collection} calls {name.lower()}(), which is not allowed "
+            f"(allowed functions: {SAFE_FUNCTION_NAMES})"
+        )
+    if not isinstance(node, ALLOWED):
+        raise SignalError(
+            f"the condition for {collection} contains {type(node).__name__.upper()} "
+            f"({_describe(node)}), which is not allowed in a condition"
+        )
+
+
+def _check_column(node: exp.Column, columns: Sequence[str], known: dict[str, str], collection: str) -> None:
+    """A bare column of the table: a quoted name must match exactly, an unquoted one in any case (as the
+    databases fold it)."""
+    if node.table:
+        raise SignalError(
+            f"the condition for {collection} names {node.sql()}: write bare column names of the table"
+        )
+    ident = node.this
+    name = ident.this if isinstance(ident, exp.Identifier) else str(ident)
+    quoted = isinstance(ident, exp.Identifier) and ident.quoted
+    if (name not in columns) if quoted else (name.lower() not in known):
+        hint = ""
+        if not quoted and name.lower() not in known:
+            hint = " (a text value must be in single quotes)"
+        raise SignalError(
+            f"the condition for {collection} names unknown column {name!r}{hint}; "
+            f"columns: {', '.join(columns)}"
+        )

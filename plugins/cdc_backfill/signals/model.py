@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,11 @@ def chunk_of(watermark_id: str) -> str:
     return watermark_id
 
 
+# chunk_of as a regular expression, for readers that run it elsewhere (Spark's window finder): the
+# suffix it removes
+WATERMARK_SUFFIX_PATTERN = f"({re.escape(OPEN_SUFFIX)}|{re.escape(CLOSE_SUFFIX)})$"
+
+
 # Keys of the data JSON. Debezium reads the first group and ignores keys it does not know, which is
 # where the project's extensions go.
 K_COLLECTIONS = "data-collections"
@@ -65,6 +71,7 @@ K_CONDITION = "additional-condition"
 K_SURROGATE = "surrogate-key"
 K_CHUNK = "chunk-size"
 K_MESSAGE = "message"
+KNOWN_KEYS = {K_COLLECTIONS, K_TYPE, K_CONDITIONS, K_CONDITION, K_SURROGATE, K_CHUNK}  # the rest: ``extra``
 
 
 class SignalError(ValueError):
@@ -130,65 +137,94 @@ class Signal:
             raise SignalError(f"unknown signal type {type!r}: one of {', '.join(SIGNAL_TYPES)}")
         if type in ENGINE_TYPES:
             return cls(id, type)
-        try:
-            parsed = json.loads(data) if data not in (None, "") else {}
-        except ValueError as exc:
-            raise SignalError(
-                f"data is not valid JSON ({exc.msg} at character {exc.pos}): {data!r}"
-            ) from None
-        if not isinstance(parsed, dict):
-            raise SignalError(f"data must be a JSON object, not {parsed!r}")
+        parsed = _data_object(data)
         if type == LOG:
-            message = parsed.get(K_MESSAGE)
-            if not isinstance(message, str):
-                raise SignalError('a log signal needs data {"message": "<text>"}')
-            return cls(id, type, message=message)
-        known = {K_COLLECTIONS, K_TYPE, K_CONDITIONS, K_CONDITION, K_SURROGATE, K_CHUNK}
-        extra = {k: v for k, v in parsed.items() if k not in known}
-        collections = parsed.get(K_COLLECTIONS, [])
-        if isinstance(collections, str):  # Debezium accepts one name as a plain string too
-            collections = [collections]
-        if not isinstance(collections, list) or not all(isinstance(c, str) for c in collections):
-            raise SignalError(f"{K_COLLECTIONS} must be a list of regular expressions, not {collections!r}")
-        snapshot_type = parsed.get(K_TYPE)
-        if type in (EXECUTE, STOP) and snapshot_type is None:
-            raise SignalError(f'{type} needs "type": "incremental" in its data')
-        if snapshot_type is not None and not isinstance(snapshot_type, str):
-            raise SignalError(f"type must be a string, not {snapshot_type!r}")
-        conditions = parsed.get(K_CONDITIONS, [])
-        if not isinstance(conditions, list):
-            raise SignalError(f'{K_CONDITIONS} must be a list of {{"data-collection", "filter"}} objects')
-        parsed_conditions = []
-        for c in conditions:
-            if not (
-                isinstance(c, dict)
-                and isinstance(c.get("data-collection"), str)
-                and isinstance(c.get("filter"), str)
-            ):
-                raise SignalError(
-                    f'each of {K_CONDITIONS} needs "data-collection" and "filter" strings: {c!r}'
-                )
-            parsed_conditions.append(AdditionalCondition(c["data-collection"], c["filter"]))
-        condition = parsed.get(K_CONDITION)
-        if condition is not None and not isinstance(condition, str):
-            raise SignalError(f"{K_CONDITION} must be a string of SQL, not {condition!r}")
-        surrogate = parsed.get(K_SURROGATE)
-        if surrogate is not None and not isinstance(surrogate, str):
-            raise SignalError(f"{K_SURROGATE} must be a column name, not {surrogate!r}")
-        chunk = parsed.get(K_CHUNK)
-        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
-            raise SignalError(f"{K_CHUNK} must be a whole number, not {chunk!r}")
+            return cls(id, type, message=_log_message(parsed))
+        # checked in this order: the first problem found is the one reported
+        collections = _collections(parsed)
+        snapshot_type = _snapshot_type(type, parsed)
+        conditions = _conditions(parsed)
+        condition = _optional_text(parsed, K_CONDITION, "a string of SQL")
+        surrogate = _optional_text(parsed, K_SURROGATE, "a column name")
         return cls(
             id,
             type,
-            collections=tuple(collections),
-            snapshot_type=snapshot_type.lower() if isinstance(snapshot_type, str) else None,
-            conditions=tuple(parsed_conditions),
+            collections=collections,
+            snapshot_type=snapshot_type,
+            conditions=conditions,
             condition=condition or None,
             surrogate_key=surrogate or None,
-            chunk_size=chunk,
-            extra=extra,
+            chunk_size=_chunk_size(parsed),
+            extra={k: v for k, v in parsed.items() if k not in KNOWN_KEYS},
         )
+
+
+def _data_object(data: str | None) -> dict[str, Any]:
+    """The ``data`` column as a JSON object; none at all reads as an empty one."""
+    try:
+        parsed = json.loads(data) if data not in (None, "") else {}
+    except ValueError as exc:
+        raise SignalError(f"data is not valid JSON ({exc.msg} at character {exc.pos}): {data!r}") from None
+    if not isinstance(parsed, dict):
+        raise SignalError(f"data must be a JSON object, not {parsed!r}")
+    return parsed
+
+
+def _log_message(parsed: dict[str, Any]) -> str:
+    message = parsed.get(K_MESSAGE)
+    if not isinstance(message, str):
+        raise SignalError('a log signal needs data {"message": "<text>"}')
+    return message
+
+
+def _collections(parsed: dict[str, Any]) -> tuple[str, ...]:
+    collections = parsed.get(K_COLLECTIONS, [])
+    if isinstance(collections, str):  # Debezium accepts one name as a plain string too
+        collections = [collections]
+    if not isinstance(collections, list) or not all(isinstance(c, str) for c in collections):
+        raise SignalError(f"{K_COLLECTIONS} must be a list of regular expressions, not {collections!r}")
+    return tuple(collections)
+
+
+def _snapshot_type(type: str, parsed: dict[str, Any]) -> str | None:
+    """The snapshot type, lower-cased; an execute or a stop signal must name one."""
+    snapshot_type = parsed.get(K_TYPE)
+    if type in (EXECUTE, STOP) and snapshot_type is None:
+        raise SignalError(f'{type} needs "type": "incremental" in its data')
+    if snapshot_type is not None and not isinstance(snapshot_type, str):
+        raise SignalError(f"type must be a string, not {snapshot_type!r}")
+    return snapshot_type.lower() if isinstance(snapshot_type, str) else None
+
+
+def _is_condition(c: Any) -> bool:
+    """One of ``additional-conditions``: {"data-collection": <regex>, "filter": <SQL>}."""
+    return (
+        isinstance(c, dict) and isinstance(c.get("data-collection"), str) and isinstance(c.get("filter"), str)
+    )
+
+
+def _conditions(parsed: dict[str, Any]) -> tuple[AdditionalCondition, ...]:
+    conditions = parsed.get(K_CONDITIONS, [])
+    if not isinstance(conditions, list):
+        raise SignalError(f'{K_CONDITIONS} must be a list of {{"data-collection", "filter"}} objects')
+    for c in conditions:
+        if not _is_condition(c):
+            raise SignalError(f'each of {K_CONDITIONS} needs "data-collection" and "filter" strings: {c!r}')
+    return tuple(AdditionalCondition(c["data-collection"], c["filter"]) for c in conditions)
+
+
+def _optional_text(parsed: dict[str, Any], key: str, what: str) -> str | None:
+    value = parsed.get(key)
+    if value is not None and not isinstance(value, str):
+        raise SignalError(f"{key} must be {what}, not {value!r}")
+    return value
+
+
+def _chunk_size(parsed: dict[str, Any]) -> int | None:
+    chunk = parsed.get(K_CHUNK)
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
+        raise SignalError(f"{K_CHUNK} must be a whole number, not {chunk!r}")
+    return chunk
 
 
 def new_signal_id(now: dt.datetime | None = None) -> str:
@@ -215,10 +251,7 @@ def conditions_from_json(text: str) -> tuple[AdditionalCondition, ...]:
         raw = json.loads(text)
     except ValueError as exc:
         raise SignalError(f"--conditions is not valid JSON: {exc}") from None
-    if not isinstance(raw, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("data-collection"), str) and isinstance(c.get("filter"), str)
-        for c in raw
-    ):
+    if not isinstance(raw, list) or not all(_is_condition(c) for c in raw):
         raise SignalError('--conditions must be a JSON list of {"data-collection": ..., "filter": ...}')
     return tuple(AdditionalCondition(c["data-collection"], c["filter"]) for c in raw)
 

@@ -5,8 +5,10 @@ This is the one Python API under the ``cdc-backfill signal`` commands and the Ai
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,23 +16,14 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from cdc_backfill.config import mask_url, source_engine
-from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
+from cdc_backfill.signals.catalog import Catalog, collection_name
 from cdc_backfill.signals.model import ENGINE_TYPES, Signal, SignalError, check_row_limits
+from cdc_backfill.signals.reflect import read_catalog
 from cdc_backfill.signals.states import SignalStatus
 from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name, utc_now
-from cdc_backfill.signals.validate import ValidatedSignal, validate
+from cdc_backfill.signals.validate import ValidatedSignal, review, validate
 
 log = logging.getLogger(__name__)
-
-SYSTEM_SCHEMAS = {
-    "postgresql": {"pg_catalog", "information_schema", "pg_toast"},
-    "mssql": {"sys", "INFORMATION_SCHEMA", "guest", "db_owner", "db_accessadmin", "db_securityadmin",
-              "db_ddladmin", "db_backupoperator", "db_datareader", "db_datawriter", "db_denydatareader",
-              "db_denydatawriter", "cdc"},
-    "oracle": {"SYS", "SYSTEM", "OUTLN", "XDB", "MDSYS", "CTXSYS", "DBSNMP", "APPQOSSYS", "GSMADMIN_INTERNAL",
-               "LOGMINER", "ORDSYS", "WMSYS", "OJVMSYS", "AUDSYS"},
-    "mysql": {"mysql", "information_schema", "performance_schema", "sys"},
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,28 +90,7 @@ class SignalStore:
 
     def catalog(self) -> Catalog:
         """Every user table of the source with its columns and primary key (reflected in bulk)."""
-        insp = sa.inspect(self.engine)
-        skip = SYSTEM_SCHEMAS.get(self.dialect, set())
-        tables: list[TableInfo] = []
-        for schema in insp.get_schema_names():
-            if schema in skip or schema.startswith("pg_temp") or schema.startswith("pg_toast"):
-                continue
-            columns = insp.get_multi_columns(schema=schema)
-            pks = insp.get_multi_pk_constraint(schema=schema)
-            uniques = insp.get_multi_unique_constraints(schema=schema)
-            indexes = insp.get_multi_indexes(schema=schema)
-            for (sch, table), cols in columns.items():
-                pk = tuple((pks.get((sch, table)) or {}).get("constrained_columns") or ())
-                single = {tuple(u["column_names"]) for u in uniques.get((sch, table), [])} | {
-                    tuple(i["column_names"])
-                    for i in indexes.get((sch, table), [])
-                    if i.get("unique") and not (i.get("dialect_options") or {}).get("postgresql_where")
-                }  # a partial unique index leaves the other rows free to repeat
-                names = tuple(c["name"] for c in cols)
-                unique = tuple(c for c in names if (c,) in single | {pk})
-                nullable = tuple(c["name"] for c in cols if c.get("nullable", True))
-                tables.append(TableInfo(sch or schema, table, names, pk, unique, nullable))
-        return Catalog(self.dialect, tuple(sorted(tables, key=lambda t: t.collection)))
+        return read_catalog(self.engine)
 
     # ------------------------------------------------------------ send
 
@@ -212,6 +184,12 @@ class SignalStore:
                     )
                 )
 
+    def write_mark(self, kind: str, suffix: str, data: str) -> None:
+        """Insert one of the engine's own rows around a collection (start, done, ended: ``signals.marks``)
+        and commit: the stream carries it at its position."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(self.signal).values(id=uuid.uuid4().hex + suffix, type=kind, data=data))
+
     def review_new(self) -> list[tuple[str, ValidatedSignal | SignalError]]:
         """Check every signal nobody has looked at yet (inserted by plain SQL, or by Debezium users) and
         record it as accepted or rejected with the reason. The engine calls this before it acts.
@@ -220,36 +198,16 @@ class SignalStore:
         """
         with self.engine.connect() as conn:
             seen = {r.signal_id for r in conn.execute(sa.select(self.status.c.signal_id))}
-        catalog: Catalog | None = None
+        catalog = functools.cache(self.catalog)  # read once, and only if a new signal needs it
         out: list[tuple[str, ValidatedSignal | SignalError]] = []
         for id_, parsed in self.read():
             if id_ in seen:
                 continue
-            if isinstance(parsed, SignalError):
-                self.set_status(id_, SignalStatus.REJECTED, type="?", reason=str(parsed))
-                out.append((id_, parsed))
-                continue
-            catalog = catalog or self.catalog()
-            try:
-                validated = validate(parsed, catalog, self.protected)
-            except SignalError as exc:
-                self.set_status(id_, SignalStatus.REJECTED, type=parsed.type, reason=str(exc))
-                out.append((id_, exc))
-                continue
-            if parsed.type == "execute-snapshot" and not validated.plans:
-                reason = "; ".join(validated.errors.values())
-                self.set_status(id_, SignalStatus.REJECTED, type=parsed.type, reason=reason)
-                out.append((id_, SignalError(reason)))
-                continue
-            reason = "; ".join(validated.errors.values()) or None
+            verdict = review(parsed, catalog, self.protected)
             self.set_status(
-                id_,
-                SignalStatus.ACCEPTED,
-                type=parsed.type,
-                reason=reason,
-                collections=list(validated.collections),
+                id_, verdict.status, type=verdict.type, reason=verdict.reason, collections=verdict.collections
             )
-            out.append((id_, validated))
+            out.append((id_, verdict.outcome))
         return out
 
     def paused(self) -> frozenset[str]:
@@ -269,31 +227,29 @@ class SignalStore:
         with self.engine.connect() as conn:
             for r in conn.execute(sa.select(self.status)):
                 statuses[r.signal_id] = r
-        views = []
-        for id_, parsed in self.read():
-            st = statuses.get(id_)
-            if isinstance(parsed, SignalError):
-                views.append(
-                    SignalView(
-                        id_, "?", [], st.status if st else SignalStatus.REJECTED, None, _ts(st), str(parsed)
-                    )
-                )
-                continue
-            collections = (
-                json.loads(st.collections) if st is not None and st.collections else list(parsed.collections)
-            )
-            views.append(
-                SignalView(
-                    id_,
-                    parsed.type,
-                    collections,
-                    st.status if st is not None else SignalStatus.RECEIVED,
-                    json.loads(st.progress) if st is not None and st.progress else None,
-                    _ts(st),
-                    st.reason if st is not None else None,
-                )
-            )
+        views = [signal_view(id_, parsed, statuses.get(id_)) for id_, parsed in self.read()]
         return sorted(views, key=lambda v: (v.received_at or "", v.id))
+
+
+def signal_view(id_: str, parsed: Signal | SignalError, st: Any) -> SignalView:
+    """A signal as ``signal list`` shows it, from its row parsed and its status row (None: nobody has
+    looked at it yet, so it is 'received'; one that does not parse is 'rejected')."""
+    if isinstance(parsed, SignalError):
+        return SignalView(
+            id_, "?", [], st.status if st else SignalStatus.REJECTED, None, _ts(st), str(parsed)
+        )
+    collections = (
+        json.loads(st.collections) if st is not None and st.collections else list(parsed.collections)
+    )
+    return SignalView(
+        id_,
+        parsed.type,
+        collections,
+        st.status if st is not None else SignalStatus.RECEIVED,
+        json.loads(st.progress) if st is not None and st.progress else None,
+        _ts(st),
+        st.reason if st is not None else None,
+    )
 
 
 def missing_tables_hint(table: str) -> str:

@@ -7,6 +7,7 @@ runs the collections that are valid and reports the others, so one bad table blo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cdc_backfill.signals.catalog import Catalog, TableInfo
@@ -20,6 +21,7 @@ from cdc_backfill.signals.model import (
     Signal,
     SignalError,
 )
+from cdc_backfill.signals.states import SignalStatus
 
 CHUNK_MIN = 1
 CHUNK_MAX = 1_000_000
@@ -142,3 +144,34 @@ def validate(signal: Signal, catalog: Catalog, protected: tuple[str, ...] = ()) 
         except SignalError as exc:
             errors[coll] = str(exc)
     return ValidatedSignal(signal, tuple(plans), errors)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The review of a signal nobody had looked at yet: what its status row records, and what the review
+    returns for it (the signal resolved, or why it is refused)."""
+
+    status: str
+    type: str
+    reason: str | None
+    collections: list[str] | None  # the resolved collections of an accepted signal
+    outcome: ValidatedSignal | SignalError
+
+
+def review(
+    parsed: Signal | SignalError, catalog: Callable[[], Catalog], protected: tuple[str, ...] = ()
+) -> Verdict:
+    """Accept or reject a signal read back from the table. An execute signal with some invalid
+    collections is accepted for the others (the reason names the rest); with none valid, rejected.
+    ``catalog`` is asked only when a signal parsed, so the source is read only when needed."""
+    if isinstance(parsed, SignalError):
+        return Verdict(SignalStatus.REJECTED, "?", str(parsed), None, parsed)
+    tables = catalog()
+    try:
+        validated = validate(parsed, tables, protected)
+    except SignalError as exc:
+        return Verdict(SignalStatus.REJECTED, parsed.type, str(exc), None, exc)
+    reason = "; ".join(validated.errors.values())
+    if parsed.type == EXECUTE and not validated.plans:
+        return Verdict(SignalStatus.REJECTED, parsed.type, reason, None, SignalError(reason))
+    return Verdict(SignalStatus.ACCEPTED, parsed.type, reason or None, list(validated.collections), validated)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,14 +95,7 @@ class SignalControl:
             self.progress.plan(signal_id, collection, [(0, None, None)], 0)
         self.progress.set_collection(signal_id, collection, status, reason)
         # into the stream: the reconcile then stops waiting for a done row this snapshot will never write
-        with self.signals.engine.begin() as conn:
-            conn.execute(
-                sa.insert(self.signals.signal).values(
-                    id=uuid.uuid4().hex + ENDED_SUFFIX,
-                    type=SNAPSHOT_ENDED,
-                    data=ended_data(collection, signal_id, status),
-                )
-            )
+        self.signals.write_mark(SNAPSHOT_ENDED, ENDED_SUFFIX, ended_data(collection, signal_id, status))
 
     def refresh_signal(self, signal_id: str) -> None:
         """Roll the signal's ranges up into its status and progress in the signal's status table."""

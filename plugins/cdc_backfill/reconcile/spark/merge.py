@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
-from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX
+from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.spark.positions import key_literal
 
@@ -81,7 +81,7 @@ def windows(signals: DataFrame) -> DataFrame:
 def window_chunk_id() -> Column:
     """The chunk a signal row belongs to: its ``id`` without ``-open``/``-close`` (the rule of
     ``signals.model.chunk_of``, as a column expression)."""
-    return F.regexp_replace("id", f"({OPEN_SUFFIX}|{CLOSE_SUFFIX})$", "")
+    return F.regexp_replace("id", WATERMARK_SUFFIX_PATTERN, "")
 
 
 def typed_stream(rows: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:

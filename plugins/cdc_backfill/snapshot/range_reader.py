@@ -1,0 +1,150 @@
+"""One reader's work on one key range (DESIGN.md §4, steps 1 to 5): chunk after chunk, each read between
+its own low and high watermark, landed on a helper thread while the next chunk is read, its progress
+recorded in chunk order and only after the chunk has landed."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from cdc_backfill.signals.marks import window_data
+from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Signal, close_id, open_id
+from cdc_backfill.signals.states import RangeStatus
+from cdc_backfill.signals.tables import utc_now
+from cdc_backfill.signals.validate import CollectionPlan
+from cdc_backfill.snapshot.chunks import copy_rows, land_chunk, read_events, write_watermark
+from cdc_backfill.snapshot.faults import crash_point
+from cdc_backfill.snapshot.progress import NULL_RANGE, RangeProgress
+from cdc_backfill.snapshot.shape import TableShape
+from cdc_backfill.snapshot.sql import ChunkTable, chunk_select, key_params
+
+if TYPE_CHECKING:
+    from cdc_backfill.snapshot.engine import SnapshotEngine
+
+log = logging.getLogger(__name__)
+
+
+def chunk_query(
+    ct: ChunkTable, dialect: str, plan: CollectionPlan, rng: RangeProgress, after: list[str] | None
+) -> tuple[Any, dict[str, str]]:
+    """The next chunk's statement and parameters: keys after ``after`` up to the range's end, at most a
+    chunk of them; the range of NULL keys is read whole in one chunk (it has no order to page by)."""
+    null_range = rng.range_no == NULL_RANGE
+    stmt = chunk_select(
+        ct,
+        dialect,
+        after=after is not None and not null_range,
+        upto=rng.hi is not None and not null_range,
+        limit=None if null_range else plan.chunk_size,
+        condition=plan.condition,
+        null_keys=null_range,
+        key_text=True,
+    )
+    return stmt, {**key_params("lo", after), **key_params("hi", rng.hi)}
+
+
+class RangeReader:
+    """Reads ranges of one collection over one reader's connection, for ``snapshot``: it asks whether to
+    go on before each chunk, and counts each chunk it landed."""
+
+    def __init__(
+        self, snapshot: SnapshotEngine, sig: Signal, plan: CollectionPlan, shape: TableShape, conn: Any
+    ) -> None:
+        self.snapshot = snapshot
+        self.sig = sig
+        self.plan = plan
+        self.shape = shape
+        self.ct = shape.chunk_table()
+        self.conn = conn
+
+    def read(self, rng: RangeProgress) -> None:
+        """Chunk after chunk until the range is done, or the engine is paused or stopped. A chunk's
+        landing and progress record run on a helper thread while the next chunk is read (at most two
+        chunks of a reader in memory); progress is still recorded in chunk order and only after the
+        chunk has landed."""
+        if rng.status == RangeStatus.PENDING:
+            self.snapshot.progress.update(rng, status=RangeStatus.RUNNING, started_at=utc_now())
+        after = rng.start_after
+        chunks = rng.chunks_done
+        rows = rng.rows_read
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander") as lander:
+            pending: Future[None] | None = None
+            try:
+                while self.snapshot.keeps_reading(self.sig.id, self.plan.collection):
+                    chunk_id, table, last = self._chunk(after, rng, chunks + 1)
+                    chunks += 1
+                    rows += table.num_rows
+                    done = rng.range_no == NULL_RANGE or table.num_rows < self.plan.chunk_size or last is None
+                    if pending is not None:
+                        pending.result()  # the previous chunk has landed and its progress is recorded
+                    pending = lander.submit(
+                        self._land_and_record, chunk_id, table, rng, chunks,
+                        last if last is not None else after, rows, done,
+                    )  # fmt: skip
+                    if done:
+                        return
+                    after = last
+            finally:
+                if pending is not None:
+                    pending.result()
+
+    def _chunk(
+        self, after: list[str] | None, rng: RangeProgress, chunk_no: int
+    ) -> tuple[str, pa.Table, list[str] | None]:
+        """Read one chunk between its watermarks; returns (chunk id, rows as Arrow, last key as text)."""
+        snapshot, shape, conn = self.snapshot, self.shape, self.conn
+        chunk_id = uuid.uuid4().hex
+        where = "null keys" if rng.range_no == NULL_RANGE else f"range {rng.range_no}"
+        tag = f"{shape.collection} {where} chunk {chunk_no}"
+        data = window_data(shape.collection, self.sig.id)
+        write_watermark(conn, snapshot.signal_sql, open_id(chunk_id), WINDOW_OPEN, data)
+        log.info("%s: low watermark written", tag)
+        crash_point("after-open", chunk_no)
+        if snapshot.window_hook is not None:
+            snapshot.window_hook(shape, after)
+
+        stmt, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after)
+        data_rows = copy_rows(conn, stmt, snapshot.dialect, params)  # ends the read's transaction
+        crash_point("during-read", chunk_no)
+
+        write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
+        log.info("%s: high watermark written", tag)
+        crash_point("after-close", chunk_no)
+        table, last = read_events(data_rows, shape, self.ct, chunk_id, self.sig.id)
+        return chunk_id, table, last
+
+    def _land_and_record(
+        self,
+        chunk_id: str,
+        table: pa.Table,
+        rng: RangeProgress,
+        chunk_no: int,
+        last_key: list[str] | None,
+        rows: int,
+        done: bool,
+    ) -> None:
+        """Steps 4 and 5: the chunk file, then its progress (``chunk_no`` chunks of the range done, ``rows``
+        rows read); a range a stop ended meanwhile keeps its status."""
+        land_chunk(self.snapshot.landing, self.shape.collection, chunk_id, table)
+        log.info(
+            "%s range %s chunk %s: %s rows landed",
+            self.shape.collection,
+            rng.range_no,
+            chunk_no,
+            table.num_rows,
+        )
+        crash_point("after-landing", chunk_no)
+        self.snapshot.progress.update(
+            rng,
+            only_if_active=True,
+            last_key=last_key,
+            chunks_done=chunk_no,
+            rows_read=rows,
+            status=RangeStatus.DONE if done else RangeStatus.RUNNING,
+        )
+        crash_point("after-progress", chunk_no)
+        self.snapshot.count_landed(table.num_rows)
