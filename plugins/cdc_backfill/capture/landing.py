@@ -1,9 +1,11 @@
-"""Stream files in the landing zone: written to a temporary name, fsynced, renamed, the folder fsynced.
+"""The JSON-lines landing (``capture postgres --format json``): stream files, and the capture's sink
+that writes them.
 
-A finished file is named by the stream positions it holds, ``cdc-<first commit>-<last commit>-<last
-lsn>.jsonl`` (16 hex digits each), so the landing zone itself says how far the stream has landed. On
-restart the capture skips every event at or before that position: a transaction that was landed but
-not yet confirmed to the server, and is therefore sent again, is not written twice.
+A stream file is written to a temporary name, fsynced, renamed, the folder fsynced; a finished file is
+named by the stream positions it holds, ``cdc-<first commit>-<last commit>-<last lsn>.jsonl`` (16 hex
+digits each), so the landing zone itself says how far the stream has landed (``landed_position``). A
+file rolls only between transactions, so the renamed files hold whole transactions: the end LSN of the
+last of them is what the loop may confirm (``capture.postgres`` holds the durability rule).
 """
 
 from __future__ import annotations
@@ -15,9 +17,30 @@ import time
 import uuid
 from pathlib import Path
 
+from cdc_backfill import __version__
+from cdc_backfill.capture.lines import (
+    JsonRelation,
+    line_tail,
+    message_line,
+    row_line,
+    schema_document,
+    source_prefix,
+)
+from cdc_backfill.capture.sinks import (
+    DELETE,
+    INSERT,
+    TRUNCATE,
+    UPDATE,
+    Encoded,
+    RelationSchema,
+    SinkOptions,
+    TxnState,
+)
 from cdc_backfill.eventlog.writer import landed_log_position
-from cdc_backfill.files import fsync_dir
-from cdc_backfill.layout import stream_dir, stream_file_name, stream_file_position
+from cdc_backfill.files import fsync_dir, write_atomically
+from cdc_backfill.layout import schema_file, stream_dir, stream_file_name, stream_file_position
+from cdc_backfill.pg import pgoutput
+from cdc_backfill.pg.fastpath import column_kind
 
 log = logging.getLogger(__name__)
 
@@ -112,3 +135,112 @@ class LandingWriter:
                 with contextlib.suppress(FileNotFoundError):
                     self._tmp.unlink()
         self._fh = None
+
+
+class JsonLinesSink:
+    """The capture's JSON-lines sink (a ``capture.sinks.CaptureSink``): each event a line as Debezium
+    writes it (``capture.lines``) in the stream files of a :class:`LandingWriter`, each table's schema
+    document beside them (DESIGN.md §8). A logical decoding message is an event of its own."""
+
+    lands_messages = True
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.landing = options.landing
+        self.name = options.slot  # the source block's connector name
+        self.db = options.db
+        self.version = f"cdc_backfill-{__version__}"
+        self._roll = (options.roll_bytes, options.roll_seconds)
+        self._element_of = options.element_of
+        self.writer: LandingWriter = None  # type: ignore[assignment]  # made by open()
+        # per transaction: each table's source block up to its lsn, and what follows an event's op
+        self._prefixes: dict[str, bytes] = {}
+        self._tail = line_tail(0)
+
+    def landed(self) -> tuple[int, ...]:
+        return landed_position(self.landing)
+
+    def open(self) -> None:
+        # only once the slot is the loop's: a writer clears partial files, which a capture holding the
+        # slot may be writing
+        self.writer = LandingWriter(self.landing, *self._roll)
+
+    def describe(self, schema: RelationSchema) -> JsonRelation:
+        rel = schema.relation
+        path = schema_file(self.landing, schema.collection)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(
+            path, schema_document(schema.collection, schema.key, list(rel.columns), schema.types)
+        )
+        kinds = [column_kind(c.type_oid, self._element_of) for c in rel.columns]
+        return JsonRelation(
+            schema.collection, rel.namespace, rel.name, [c.name for c in rel.columns],
+            bytes(k for k, _ in kinds), tuple(enc for _, enc in kinds), schema.key_idx,
+        )  # fmt: skip
+
+    def begin(self, st: TxnState) -> None:
+        self._prefixes = {}
+        self._tail = line_tail(int(time.time() * 1000))
+
+    def write(
+        self, rel: JsonRelation, st: TxnState, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
+        old_is_key: bool,
+    ) -> int:  # fmt: skip
+        # encoded tuples are (row JSON, key JSON, position). An event's before is the old row; only its
+        # key when the server sent only the key ('K'); the key when it sent no old tuple (an update)
+        if op == INSERT:
+            after, key, _ = new  # type: ignore[misc]
+            before = b"null"
+        elif op == UPDATE:
+            after, key, _ = new  # type: ignore[misc]
+            before = key if old is None else old[1] if old_is_key else old[0]
+        elif op == DELETE:
+            key, before, after = old[1], old[1] if old_is_key else old[0], b"null"  # type: ignore[index]
+        elif op == TRUNCATE:
+            key = before = after = b"null"
+        else:  # a key change: a delete of the old key and a create of the new one (as Debezium does)
+            old_row, old_key, _ = old  # type: ignore[misc]
+            self._line(rel, st, lsn, DELETE, old_key, old_key if old_is_key else old_row, b"null")
+            self._line(rel, st, lsn, INSERT, new[1], b"null", new[0])  # type: ignore[index]
+            return 2
+        # _line's two lines, inline: the hot path makes one call into the sink, no more
+        prefix = self._prefixes.get(rel.collection) or self._source_prefix(rel, st)
+        self.writer.write(row_line(key, before, after, prefix, lsn, op, self._tail), st.commit_lsn, lsn)
+        return 1
+
+    def _line(
+        self, rel: JsonRelation, st: TxnState, lsn: int, op: str, key: bytes, before: bytes, after: bytes
+    ) -> None:
+        prefix = self._prefixes.get(rel.collection) or self._source_prefix(rel, st)
+        self.writer.write(row_line(key, before, after, prefix, lsn, op, self._tail), st.commit_lsn, lsn)
+
+    def _source_prefix(self, rel: JsonRelation, st: TxnState) -> bytes:
+        prefix = self._prefixes[rel.collection] = source_prefix(
+            version=self.version, name=self.name, ts_ms=st.ts_ms, db=self.db, schema=rel.schema,
+            table=rel.table, txid=st.xid, commit_lsn=st.commit_lsn,
+        )  # fmt: skip
+        return prefix
+
+    def message(self, m: pgoutput.Message, st: TxnState, commit: int, lsn: int) -> None:
+        line = message_line(
+            m, version=self.version, name=self.name, db=self.db,
+            ts_ms=st.ts_ms if m.transactional else int(time.time() * 1000),
+            txid=st.xid if m.transactional else None, commit_lsn=commit, lsn=lsn,
+        )  # fmt: skip
+        self.writer.write(line, commit, lsn)
+
+    def commit(self, end_lsn: int) -> None:
+        self.writer.commit_done(end_lsn)
+
+    @property
+    def due(self) -> bool:
+        return self.writer.due
+
+    def roll(self) -> int:
+        return self.writer.roll()
+
+    @property
+    def files_written(self) -> int:
+        return self.writer.files_written
+
+    def abandon(self) -> None:
+        self.writer.abandon()

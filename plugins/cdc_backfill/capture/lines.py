@@ -1,13 +1,15 @@
-"""The line layout of the stream: each row event is what Debezium's PostgreSQL connector writes (JSON
-converter, schemas off) plus ``source.commit_lsn``, what ``capture postgres --format json`` lands; the
-benchmark builds its JSON stream with these functions too. Also each table's schema document."""
+"""The line layout of the JSON-lines landing (``capture postgres --format json``): each row event is
+what Debezium's PostgreSQL connector writes (JSON converter, schemas off) plus ``source.commit_lsn``;
+the benchmark builds its JSON stream with these functions too. Also each table's schema document, and
+how a relation's tuples become JSON (:class:`JsonRelation`). Pure: the sink that writes the lines is
+``capture.landing.JsonLinesSink``."""
 
 from __future__ import annotations
 
 import base64
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -17,7 +19,9 @@ from cdc_backfill.pg.fastpath import encode_tuple
 
 
 @dataclass
-class RelInfo:
+class JsonRelation:
+    """One relation as the JSON-lines sink encodes it (a ``capture.sinks.SinkRelation``)."""
+
     collection: str
     schema: str
     table: str
@@ -25,13 +29,17 @@ class RelInfo:
     kinds: bytes  # per column, the fastpath kind code
     encoders: tuple[Callable[[bytes], bytes], ...]
     key_idx: tuple[int, ...]
-    name_json: tuple[bytes, ...] = ()  # b'"column":' per column
+    name_json: tuple[bytes, ...] = field(init=False)  # b'"column":' per column
 
     def __post_init__(self) -> None:
         self.name_json = tuple(orjson.dumps(n) + b":" for n in self.names)
 
-    def encode(self, buf: bytes, pos: int) -> tuple[bytes, bytes, int]:
-        """(row JSON, key JSON, position after the tuple)."""
+    def encode(self, buf: bytes, pos: int, key_idx: tuple[int, ...]) -> tuple[bytes, bytes, int]:
+        """(row JSON, JSON of the fields at ``key_idx``, position after the tuple)."""
+        return encode_tuple(buf, pos, self.kinds, self.encoders, self.name_json, key_idx)
+
+    def encode_insert(self, buf: bytes, pos: int) -> tuple[bytes, bytes, int]:
+        """An insert's new tuple: its event has a key too."""
         return encode_tuple(buf, pos, self.kinds, self.encoders, self.name_json, self.key_idx)
 
 
@@ -140,26 +148,3 @@ def schema_document(collection: str, key: list[str], columns: list[Any], types: 
         ],
     }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
-
-
-class TxnState:
-    """What the loop knows of the transaction it is in."""
-
-    __slots__ = ("commit_lsn", "in_txn", "maybe_landed", "prefixes", "ts_ms", "ts_tail", "xid")
-
-    def __init__(self) -> None:
-        self.in_txn = False
-        self.maybe_landed = False
-        self.commit_lsn = 0
-        self.xid = 0
-        self.ts_ms = 0
-        self.ts_tail = line_tail(0)
-        self.prefixes: dict[str, bytes] = {}
-
-    def begin(self, b: pgoutput.Begin) -> None:
-        self.in_txn = True
-        self.commit_lsn = b.final_lsn
-        self.xid = b.xid
-        self.ts_ms = b.commit_time_us // 1000
-        self.ts_tail = line_tail(int(time.time() * 1000))
-        self.prefixes = {}

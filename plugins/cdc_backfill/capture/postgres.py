@@ -1,14 +1,22 @@
-"""PostgreSQL capture: pgoutput over a replication connection, landed as Debezium-shaped JSON lines.
+"""PostgreSQL capture: one replication loop over pgoutput, landing through a sink.
 
-Each event is what Debezium's PostgreSQL connector writes (JSON converter, schemas off) plus
-``source.commit_lsn``, so that its position, (commit LSN, LSN of the change), is exact. The signal
-table is in the publication, so the snapshot engine's watermark rows land at their commit position
-among the other changes.
+The loop holds the replication connection: it sets up the publication and the slot, streams, decodes
+each pgoutput message once (a relation, a row change, a logical decoding message, a commit) and hands
+it to its sink (``capture.sinks``), rolls when the sink says a roll is due and confirms to the slot.
+The default path, ``TypedPostgresCapture`` (``capture.typed``), lands the typed event log: it is what
+``cdc-backfill capture postgres``, the Airflow hook and verify's catch-up run. ``PostgresCapture``
+itself lands JSON lines as Debezium's PostgreSQL connector writes them (``capture.landing``,
+``capture postgres --format json``). Either way an event's position is (commit LSN, LSN of the change),
+and the signal table is in the publication, so the snapshot engine's watermark rows land at their
+commit position among the other changes.
 
-Durability: a file is fsynced and renamed before the slot is told (``flush_lsn``) that the
-transactions in it are safe; the slot then never sends them again. A crash in between makes the
-server send them again; the capture skips every event at or before the position the landing zone
-already holds (see ``landing.landed_position``), so no event is landed twice.
+Durability, the same for every sink: a roll makes the sink's files durable (the typed log: each
+collection's file, then the roll manifest naming them; JSON lines: the stream file, fsynced and
+renamed) before the slot is told (``flush_lsn``) that the transactions in them are safe; the slot then
+never sends them again. Only the end LSN of a transaction wholly landed is told (the loop rolls between
+transactions; a roll inside one, the typed log's before a new schema version, tells nothing of it). A
+crash in between makes the server send them again: the loop skips every event at or before the
+position the landing already holds (``CaptureSink.landed``), so no event is landed twice.
 """
 
 from __future__ import annotations
@@ -20,63 +28,42 @@ import signal
 import struct
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg2
 import psycopg2.extras
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from cdc_backfill import __version__
-from cdc_backfill.capture.binding import (
-    BINDING_TABLE,
-    check_binding,
-    check_slot_not_lost,
-    forget_binding,
-    record_binding,
-)
-from cdc_backfill.capture.landing import LandingWriter, landed_position
-from cdc_backfill.capture.lines import (
-    RelInfo,
+from cdc_backfill.capture.landing import JsonLinesSink
+from cdc_backfill.capture.lines import lsn_text
+from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, DEFAULT_SLOT, CaptureError, SlotInUse
+from cdc_backfill.capture.sinks import (
+    DELETE,
+    INSERT,
+    KEY_CHANGE,
+    TRUNCATE,
+    UPDATE,
+    CaptureSink,
+    SinkOptions,
     TxnState,
-    lsn_text,
-    message_line,
-    row_line,
-    schema_document,
-    source_prefix,
 )
-from cdc_backfill.capture.publication import (
-    DEFAULT_PUBLICATION,
-    DEFAULT_SLOT,
-    CaptureError,
-    SlotInUse,
-    choose_tables,
-    ensure_publication,
-    ensure_slot,
-    list_tables,
-    slot_exists,
-)
+from cdc_backfill.capture.source import ElementTypes, relation_schema, set_up_source
 from cdc_backfill.capture.status import capture_status
 from cdc_backfill.config import source_engine
-from cdc_backfill.files import write_atomically
-from cdc_backfill.layout import schema_file
-from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
-from cdc_backfill.pg.catalog import array_element, primary_key_of, type_name
 from cdc_backfill.pg.connect import libpq_dsn
-from cdc_backfill.pg.fastpath import column_kind
 from cdc_backfill.signals.marks import DRAIN_PREFIX
-from cdc_backfill.signals.store import SignalStore
-from cdc_backfill.signals.tables import PROGRESS_TABLE
 
 __all__ = [
     "CRASH_ENV",
     "DEFAULT_PUBLICATION",
     "DEFAULT_SLOT",
     "CaptureError",
+    "CaptureStats",
     "PostgresCapture",
     "capture_status",
 ]
@@ -99,7 +86,11 @@ class CaptureStats:
 
 
 class PostgresCapture:
-    """One capture run: set up publication and slot, stream, land, confirm."""
+    """One capture run: set up publication and slot, stream, hand each decoded message to the sink,
+    roll, confirm. ``make_sink`` makes the sink: JSON lines here, the typed log in
+    ``TypedPostgresCapture``."""
+
+    make_sink: ClassVar[Callable[[SinkOptions], CaptureSink]] = JsonLinesSink
 
     def __init__(
         self,
@@ -118,177 +109,87 @@ class PostgresCapture:
         self.publication = publication
         self.patterns = list(collections) if collections else None
         self.signal_table = signal_table
-        self._roll = (roll_bytes, roll_seconds)
-        self.writer: Any = None  # made by run(), once setup() found the landing to be the slot's
         self.stats = CaptureStats()
         self.engine = source_engine(url, isolation_level="AUTOCOMMIT")
         self.db = make_url(url).database or ""
-        self._relations: dict[int, RelInfo] = {}
+        options = SinkOptions(
+            self.landing, slot, self.db, roll_bytes, roll_seconds, ElementTypes(self.engine)
+        )
+        self.sink = self.make_sink(options)  # opened by run(), once setup() found the landing the slot's
+        self._relations: dict[int, Any] = {}  # relid -> the sink's SinkRelation
         self._stop = False
-        self._skip_to = self._landed()
-        self._elements: dict[int, int | None] = {}
-
-    def _make_writer(self, roll_bytes: int, roll_seconds: float) -> Any:
-        return LandingWriter(self.landing, roll_bytes, roll_seconds)
-
-    def _landed(self) -> tuple[int, ...]:
-        """The position the landing zone holds: events at or before it are not landed again."""
-        return landed_position(self.landing)
-
-    # ------------------------------------------------------------ setup
+        self._skip_to = self.sink.landed()
 
     def setup(self) -> list[str]:
         """Publication (the chosen tables and the signal table) and slot; returns warnings."""
-        store = SignalStore(self.url, self.signal_table, engine=self.engine)
-        store.init()
-        with self.engine.connect() as conn:
-            # the project's own bookkeeping (signal statuses, snapshot progress) is not data to capture
-            bookkeeping = set(store.protected[1:]) | {
-                collection_name(store.schema or "public", PROGRESS_TABLE)
-            }
-            bookkeeping.add(collection_name(store.schema or "public", BINDING_TABLE))
-            # the slot's landing first: a refused capture creates, streams and confirms nothing
-            exists = slot_exists(conn, self.slot)
-            check_slot_not_lost(self.landing, self.slot, exists)
-            if not exists:
-                forget_binding(conn, self.slot, store.schema)  # the name is free for this landing
-            source = check_binding(conn, self.landing, self.slot, store.schema)
-            tables = [t for t in list_tables(conn) if t.collection not in bookkeeping]
-            chosen, warnings = choose_tables(tables, self.patterns, [store.signal_collection])
-            added = ensure_publication(conn, self.publication, chosen)
-            created = ensure_slot(conn, self.slot)
-            record_binding(conn, self.landing, self.slot, store.schema, source)
-        for w in warnings:
-            log.warning("%s", w)
-        if added:
-            log.info("publication %s: added %s", self.publication, ", ".join(added))
-        if created:
-            log.info("slot %s created", self.slot)
-        return warnings
-
-    # ------------------------------------------------------------ relations
-
-    def _element_of(self, type_oid: int) -> int | None:
-        if type_oid not in self._elements:
-            with self.engine.connect() as conn:
-                self._elements[type_oid] = array_element(conn, type_oid)
-        return self._elements[type_oid]
-
-    def _on_relation(self, rel: pgoutput.Relation) -> None:
-        """A relation message: how to encode the table's rows from now on, and its schema document."""
-        coll = collection_name(rel.namespace, rel.name)
-        names = [c.name for c in rel.columns]
-        with self.engine.connect() as conn:
-            pk = primary_key_of(conn, rel.relid)
-            types = [type_name(conn, c.type_oid, c.typmod) for c in rel.columns]
-        key_names = list(pk) or [c.name for c in rel.columns if c.is_key]
-        kinds = [column_kind(c.type_oid, self._element_of) for c in rel.columns]
-        self._relations[rel.relid] = RelInfo(
-            coll,
-            rel.namespace,
-            rel.name,
-            names,
-            bytes(k for k, _ in kinds),
-            tuple(enc for _, enc in kinds),
-            tuple(names.index(k) for k in key_names if k in names),
-        )
-        self._describe(coll, key_names, rel, types)
-
-    def _describe(self, coll: str, key_names: list[str], rel: pgoutput.Relation, types: list[str]) -> None:
-        path = schema_file(self.landing, coll)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, schema_document(coll, key_names, rel.columns, types))
+        return set_up_source(self.engine, self.url, self.landing, self.slot, self.publication,
+                             self.patterns, self.signal_table)  # fmt: skip
 
     # ------------------------------------------------------------ the loop
 
     def request_stop(self, *_: object) -> None:
         self._stop = True
 
-    def _crash_at(self, step: str) -> None:
-        if os.environ.get(CRASH_ENV) == step:
-            log.warning("fault injection: killing myself at %s", step)
-            os.kill(os.getpid(), signal.SIGKILL)
-
     def _roll_and_confirm(self, cur: Any) -> None:
-        before = self.writer.files_written
-        lsn = self.writer.roll()
-        if self.writer.files_written != before:
-            self._crash_at("after-rename")
+        before = self.sink.files_written
+        lsn = self.sink.roll()
+        if self.sink.files_written != before:
+            crash_at("after-rename")
         if lsn > self.stats.confirmed_lsn:
             cur.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
             self.stats.confirmed_lsn = lsn
             log.debug("confirmed %s", lsn_text(lsn))
-        self.stats.files = self.writer.files_written
+        self.stats.files = self.sink.files_written
 
     def run(self, follow: bool = False, max_seconds: float | None = None) -> CaptureStats:
         """Stream until the drain marker (``follow=False``) or until stopped (SIGTERM/SIGINT)."""
         self.setup()
-        conn = psycopg2.connect(
-            libpq_dsn(self.url, replication=True),
-            connection_factory=psycopg2.extras.LogicalReplicationConnection,
-        )
-        cur = conn.cursor()
-        options = {"proto_version": "1", "publication_names": self.publication, "messages": "true"}
-        try:
-            cur.start_replication(slot_name=self.slot, decode=False, options=options)
-        except psycopg2.errors.ObjectInUse as exc:
-            conn.close()
-            raise SlotInUse(f"slot {self.slot} is in use by another capture: {exc.pgerror}") from None
-        # only once the slot is ours: a writer clears files no manifest names yet, which a capture that
-        # holds the slot may be about to name
-        self.writer = self._make_writer(*self._roll)
+        conn, cur = start_streaming(self.url, self.slot, self.publication)
+        self.sink.open()
         marker = None
         if not follow:
-            marker = uuid.uuid4().hex
-            with self.engine.connect() as c:
-                lsn = c.execute(
-                    sa.text("SELECT pg_logical_emit_message(false, :p, :m)"), {"p": DRAIN_PREFIX, "m": marker}
-                ).scalar_one()
-            log.info("draining up to %s", lsn)
+            marker = emit_drain_marker(self.engine)
         else:
             signal.signal(signal.SIGTERM, self.request_stop)
             signal.signal(signal.SIGINT, self.request_stop)
-        state = TxnState()
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
-        last_feedback = time.monotonic()
         try:
-            while True:
-                msg = cur.read_message()
-                if msg is None:
-                    if not state.in_txn and self.writer.due:
-                        self._roll_and_confirm(cur)
-                    if self._stop and not state.in_txn:
-                        break
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise CaptureError("drain did not reach its marker in time")
-                    if time.monotonic() - last_feedback > 10:
-                        cur.send_feedback(reply=True)
-                        last_feedback = time.monotonic()
-                    select.select([cur], [], [], 0.5)
-                    continue
-                if self._handle(msg.payload, msg.data_start, state, marker):
-                    break
-                if not state.in_txn:
-                    if self.writer.due:
-                        self._roll_and_confirm(cur)
-                    if self._stop:
-                        break
+            self._stream(cur, marker, deadline)
             self._roll_and_confirm(cur)
         finally:
-            self.writer.abandon()
+            self.sink.abandon()
             conn.close()
             self.engine.dispose()
-        log.info(
-            "capture: %s transactions, %s events landed, %s skipped, %s files, confirmed %s",
-            self.stats.transactions,
-            self.stats.events,
-            self.stats.skipped,
-            self.stats.files,
-            lsn_text(self.stats.confirmed_lsn),
-        )
+        log_summary(self.stats)
         return self.stats
 
-    # ------------------------------------------------------------ messages
+    def _stream(self, cur: Any, marker: str | None, deadline: float | None) -> None:
+        """Handle messages until the drain marker, or a stop between transactions; roll when due."""
+        state = TxnState()
+        last_feedback = time.monotonic()
+        while True:
+            msg = cur.read_message()
+            if msg is None:
+                if not state.in_txn and self.sink.due:
+                    self._roll_and_confirm(cur)
+                if self._stop and not state.in_txn:
+                    return
+                if deadline is not None and time.monotonic() > deadline:
+                    raise CaptureError("drain did not reach its marker in time")
+                if time.monotonic() - last_feedback > 10:
+                    cur.send_feedback(reply=True)
+                    last_feedback = time.monotonic()
+                select.select([cur], [], [], 0.5)
+                continue
+            if self._handle(msg.payload, msg.data_start, state, marker):
+                return
+            if not state.in_txn:
+                if self.sink.due:
+                    self._roll_and_confirm(cur)
+                if self._stop:
+                    return
+
+    # ------------------------------------------------------------ messages, decoded once
 
     def _handle(self, buf: bytes, lsn: int, st: TxnState, marker: str | None) -> bool:
         """Handle one message; True when the drain marker has been reached."""
@@ -297,25 +198,25 @@ class PostgresCapture:
             b = pgoutput.begin(buf)
             st.begin(b)
             st.maybe_landed = b.final_lsn <= self._skip_to[0]
+            self.sink.begin(st)
             return False
         if kind == 0x43:  # C
             c = pgoutput.commit(buf)
             st.in_txn = False
             self.stats.transactions += 1
-            self.writer.commit_done(c.end_lsn)
-            self._crash_at("after-commit")
+            self.sink.commit(c.end_lsn)
+            crash_at("after-commit")
             return False
         if kind in (0x49, 0x55, 0x44):  # I U D
             self._row_change(kind, buf, lsn, st)
             return False
         if kind == 0x52:  # R
-            self._on_relation(pgoutput.relation(buf))
+            with self.engine.connect() as conn:
+                schema = relation_schema(conn, pgoutput.relation(buf))
+            self._relations[schema.relation.relid] = self.sink.describe(schema)
             return False
         if kind == 0x54:  # T
-            relids, _options = pgoutput.truncate(buf)
-            for relid in relids:
-                rel = self._relations[relid]
-                self._emit(rel, st, lsn, "t", b"null", b"null", b"null")
+            self._truncate(buf, lsn, st)
             return False
         if kind == 0x4D:  # M
             m = pgoutput.message(buf)
@@ -327,67 +228,95 @@ class PostgresCapture:
             return False
         raise pgoutput.ProtocolError(f"unknown pgoutput message {chr(kind)!r}")
 
-    def _source_prefix(self, rel: RelInfo, st: TxnState) -> bytes:
-        cached = st.prefixes.get(rel.collection)
-        if cached is None:
-            cached = source_prefix(
-                version=f"cdc_backfill-{__version__}", name=self.slot, ts_ms=st.ts_ms, db=self.db,
-                schema=rel.schema, table=rel.table, txid=st.xid, commit_lsn=st.commit_lsn,
-            )  # fmt: skip
-            st.prefixes[rel.collection] = cached
-        return cached
-
-    def _emit(
-        self, rel: RelInfo, st: TxnState, lsn: int, op: str, key: bytes, before: bytes, after: bytes
-    ) -> None:
-        # Only a transaction at or before the landed position can hold events to skip (after a restart).
-        if st.maybe_landed and (st.commit_lsn, lsn) <= self._skip_to:
-            self.stats.skipped += 1
-            return
-        prefix = st.prefixes.get(rel.collection) or self._source_prefix(rel, st)
-        self.writer.write(row_line(key, before, after, prefix, lsn, op, st.ts_tail), st.commit_lsn, lsn)
-        self.stats.events += 1
-
     def _row_change(self, kind: int, buf: bytes, lsn: int, st: TxnState) -> None:
+        """An insert, update or delete: which tuples it holds and whether its key changed, each tuple
+        encoded by the sink's relation; the sink lands it unless the landing already holds it."""
         (relid,) = _RELID.unpack_from(buf, 1)
         rel = self._relations[relid]
+        old = None
+        old_is_key = False
         if kind == 0x49:  # I: 'N' new tuple
-            after, key, _ = rel.encode(buf, 6)
-            self._emit(rel, st, lsn, "c", key, b"null", after)
+            op, new = INSERT, rel.encode_insert(buf, 6)
+        else:
+            sub = buf[5]
+            pos = 6
+            if sub in (0x4B, 0x4F):  # 'K' the old key, 'O' the whole old row
+                old = rel.encode(buf, 6, rel.key_idx)
+                old_is_key = sub == 0x4B
+                pos = old[-1] + 1  # the 'N' of an update's new tuple
+            if kind == 0x44:  # D
+                if old is None:
+                    raise pgoutput.ProtocolError("delete without an old tuple")
+                op, new = DELETE, None
+            else:  # U; no old tuple: REPLICA IDENTITY DEFAULT and the key unchanged
+                new = rel.encode(buf, pos, rel.key_idx)
+                op = UPDATE if old is None or old[-2] == new[-2] else KEY_CHANGE
+        # Only a transaction at or before the landed position can hold events to skip (after a restart).
+        if st.maybe_landed and (st.commit_lsn, lsn) <= self._skip_to:
+            self.stats.skipped += 2 if op == KEY_CHANGE else 1
             return
-        sub = buf[5]
-        old_row = old_key = None
-        pos = 6
-        if sub in (0x4B, 0x4F):  # 'K' the old key, 'O' the whole old row
-            old_row, old_key, pos = rel.encode(buf, 6)
-            pos += 1  # the 'N' of an update's new tuple
-        if kind == 0x44:  # D
-            if old_key is None or old_row is None:
-                raise pgoutput.ProtocolError("delete without an old tuple")
-            self._emit(rel, st, lsn, "d", old_key, old_key if sub == 0x4B else old_row, b"null")
-            return
-        after, key, _ = rel.encode(buf, pos)  # U
-        if old_key is None or old_row is None:
-            self._emit(rel, st, lsn, "u", key, key, after)  # REPLICA IDENTITY DEFAULT, key unchanged
-            return
-        before = old_key if sub == 0x4B else old_row
-        if old_key != key:
-            # a key change: a delete of the old key and a create of the new one (as Debezium does)
-            self._emit(rel, st, lsn, "d", old_key, before, b"null")
-            self._emit(rel, st, lsn, "c", key, b"null", after)
-            return
-        self._emit(rel, st, lsn, "u", key, before, after)
+        self.stats.events += self.sink.write(rel, st, lsn, op, new, old, old_is_key)
+
+    def _truncate(self, buf: bytes, lsn: int, st: TxnState) -> None:
+        relids, _options = pgoutput.truncate(buf)
+        for relid in relids:
+            rel = self._relations[relid]
+            if st.maybe_landed and (st.commit_lsn, lsn) <= self._skip_to:
+                self.stats.skipped += 1
+                continue
+            self.stats.events += self.sink.write(rel, st, lsn, TRUNCATE, None, None, False)
 
     def _message(self, m: pgoutput.Message, lsn: int, st: TxnState) -> None:
+        """A logical decoding message (a fence, say): an event of the JSON lines, only a position to the
+        typed log."""
         commit = st.commit_lsn if (m.transactional and st.in_txn) else m.lsn
-        position = (commit, lsn)
-        if position <= self._skip_to:
-            self.stats.skipped += 1
+        events = 1 if self.sink.lands_messages else 0
+        if (commit, lsn) <= self._skip_to:
+            self.stats.skipped += events
             return
-        line = message_line(
-            m, version=f"cdc_backfill-{__version__}", name=self.slot, db=self.db,
-            ts_ms=st.ts_ms if m.transactional else int(time.time() * 1000),
-            txid=st.xid if m.transactional else None, commit_lsn=commit, lsn=lsn,
-        )  # fmt: skip
-        self.writer.write(line, *position)
-        self.stats.events += 1
+        self.sink.message(m, st, commit, lsn)
+        self.stats.events += events
+
+
+def crash_at(step: str) -> None:
+    """Fault injection (``CRASH_ENV``): the process kills itself at the named step."""
+    if os.environ.get(CRASH_ENV) == step:
+        log.warning("fault injection: killing myself at %s", step)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def start_streaming(url: str, slot: str, publication: str) -> tuple[Any, Any]:
+    """(connection, cursor) streaming ``slot``'s pgoutput; SlotInUse while another capture holds it."""
+    conn = psycopg2.connect(
+        libpq_dsn(url, replication=True), connection_factory=psycopg2.extras.LogicalReplicationConnection
+    )
+    cur = conn.cursor()
+    options = {"proto_version": "1", "publication_names": publication, "messages": "true"}
+    try:
+        cur.start_replication(slot_name=slot, decode=False, options=options)
+    except psycopg2.errors.ObjectInUse as exc:
+        conn.close()
+        raise SlotInUse(f"slot {slot} is in use by another capture: {exc.pgerror}") from None
+    return conn, cur
+
+
+def emit_drain_marker(engine: sa.Engine) -> str:
+    """A drain's end: a marker message written now, which the drain streams up to."""
+    marker = uuid.uuid4().hex
+    with engine.connect() as c:
+        lsn = c.execute(
+            sa.text("SELECT pg_logical_emit_message(false, :p, :m)"), {"p": DRAIN_PREFIX, "m": marker}
+        ).scalar_one()
+    log.info("draining up to %s", lsn)
+    return marker
+
+
+def log_summary(stats: CaptureStats) -> None:
+    log.info(
+        "capture: %s transactions, %s events landed, %s skipped, %s files, confirmed %s",
+        stats.transactions,
+        stats.events,
+        stats.skipped,
+        stats.files,
+        lsn_text(stats.confirmed_lsn),
+    )
