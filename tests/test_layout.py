@@ -17,7 +17,7 @@ PACKAGE = PLUGINS / "cdc_backfill"
 MODULE_LINES = 400  # about: a module over it holds more than one trade
 DAG_LINES = 80  # a DAG file declares parameters and wires tasks
 
-# The rule by path (DESIGN.md §7): only modules in a folder named ``spark`` import pyspark (the runtime in
+# The rule by path (docs/design.md §7): only modules in a folder named ``spark`` import pyspark (the runtime in
 # ``cdc_backfill/spark/``, each concept's DataFrame side in its own ``spark/``), only ``cdc_backfill/airflow/``
 # imports Airflow; every other module imports neither when it is imported, directly or through another.
 SPARK_FOLDER = "spark"

@@ -5,53 +5,45 @@ must not pass with a dead writer or capture."""
 from __future__ import annotations
 
 import random
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from cdc_backfill.background import Background
 from cdc_backfill.config import source_engine
 
 
-class DemoWriter:
+class DemoWriter(Background):
     """A seeded writer: one change per transaction (a few span several), paced so that it keeps going
     during the whole snapshot on a small machine."""
 
+    name = "demo-writer"
+
     def __init__(self, url: str, rows: int, seed: int = 7, per_second: float = 400.0) -> None:
+        super().__init__()
         self.engine = source_engine(url, pool_size=1)
         self.rng = random.Random(seed)
         self.rows = rows
-        self.pause = 1.0 / per_second
+        self.seconds_between = 1.0 / per_second
         self.changes = 0
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="demo-writer", daemon=True)
 
-    def start(self) -> DemoWriter:
-        self._thread.start()
-        return self
+    def step(self) -> None:
+        with self.engine.begin() as conn:
+            for _ in range(self.rng.choice([1, 1, 1, 1, 4])):
+                self._one(conn)
+                self.changes += 1
 
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(timeout=60)
+    def pause(self) -> float:
+        return self.seconds_between
+
+    def close(self) -> None:
         self.engine.dispose()
-        if self.errors:
-            raise self.errors[0]
-        return self.changes
 
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                with self.engine.begin() as conn:
-                    for _ in range(self.rng.choice([1, 1, 1, 1, 4])):
-                        self._one(conn)
-                        self.changes += 1
-                time.sleep(self.pause)
-        except BaseException as exc:  # reported by stop(): the demo must not pass with a dead writer
-            self.errors.append(exc)
+    def stop(self) -> int:  # type: ignore[override]
+        super().stop()
+        return self.changes
 
     def _one(self, conn: sa.Connection) -> None:
         r, i = self.rng.random(), self.rng.randint(1, self.rows // 2 + 2000)
@@ -80,35 +72,24 @@ class DemoWriter:
               "(SELECT 1 FROM order_lines WHERE order_id = :o AND line_no = 10)", o=i // 4)  # fmt: skip
 
 
-class Capturer:
+class Capturer(Background):
     """Drains the change stream again and again in a thread, as a deployed capture would follow it."""
+
+    name = "demo-capture"
+    join_seconds = 120.0
 
     def __init__(self, url: str, landing: Path) -> None:
         from cdc_backfill.capture.typed import TypedPostgresCapture
 
+        super().__init__()
         self.capture = TypedPostgresCapture(url, landing)
         self.drains = 0
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="demo-capture", daemon=True)
 
     def drain(self) -> None:
         self.capture.run()
         self.drains += 1
 
-    def start(self) -> Capturer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=120)
-        if self.errors:
-            raise self.errors[0]
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.wait(1.0):
-                self.drain()
-        except BaseException as exc:
-            self.errors.append(exc)
+    def step(self) -> None:
+        # a drain a second (the first after a second too), as the old loop's wait did
+        if not self._stop.wait(1.0):
+            self.drain()

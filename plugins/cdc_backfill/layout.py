@@ -77,7 +77,7 @@ def capture_log_files(landing: Path) -> list[Path]:
 
 
 def log_dir(landing: Path, collection: str) -> Path:
-    """A collection's typed event log (DESIGN.md §5.0)."""
+    """A collection's typed event log (docs/design.md §5.0)."""
     return Path(landing) / LOG_DIR / collection
 
 

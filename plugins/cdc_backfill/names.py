@@ -1,4 +1,4 @@
-"""Collection names: one rule for every module that writes or reads them (DESIGN.md §2)."""
+"""Collection names: one rule for every module that writes or reads them (docs/design.md §2)."""
 
 from __future__ import annotations
 

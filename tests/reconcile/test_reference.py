@@ -1,4 +1,4 @@
-"""The reference reconcile (DESIGN.md §6), one rule per test on small hand-made streams."""
+"""The reference reconcile (docs/design.md §6), one rule per test on small hand-made streams."""
 
 from __future__ import annotations
 

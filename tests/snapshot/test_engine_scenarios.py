@@ -73,7 +73,7 @@ def test_text_key_under_a_collation_python_does_not_know(icu_server, tmp_path: P
 
 
 def marks(url: str, kind: str) -> list[dict]:
-    """The data of the engine's start, done or ended rows in the signal table (DESIGN.md §6 rule 7)."""
+    """The data of the engine's start, done or ended rows in the signal table (docs/design.md §6 rule 7)."""
     import json
 
     rows = SignalStore(url).rows()

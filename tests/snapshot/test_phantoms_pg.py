@@ -1,4 +1,4 @@
-"""DESIGN.md §6 rule 7 on real PostgreSQL: events are lost on purpose (the table leaves the capture's
+"""docs/design.md §6 rule 7 on real PostgreSQL: events are lost on purpose (the table leaves the capture's
 publication; rows are deleted, updated and inserted; the table comes back), then a full snapshot runs
 while writers insert, update, delete and change keys. After the stream is drained and reconciled the
 state equals the source, phantoms included, also when the snapshot is paused and resumed, when the

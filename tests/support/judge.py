@@ -1,5 +1,5 @@
 """Judging a snapshot the way it fails in production: the captured stream plus the landed READ chunks,
-reconciled by the reference rules (DESIGN.md §6), must equal the source table, row for row."""
+reconciled by the reference rules (docs/design.md §6), must equal the source table, row for row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reference reconcile: a small, obviously-correct, in-memory reading of DESIGN.md §6.
+"""Reference reconcile: a small, obviously-correct, in-memory reading of docs/design.md §6.
 
 Tests hold the snapshot engine and the Spark job to this module, so it favours plainness over speed:
 every rule is one small function and nothing is clever. It is representation-agnostic: keys are
@@ -327,7 +327,7 @@ def reconcile(
     signal_collection: str | None = None,
     open_windows: Mapping[str, Window] | None = None,
 ) -> Result:
-    """DESIGN.md §6 over one run: ``previous`` state + ``changes`` + landed ``reads`` -> new state.
+    """docs/design.md §6 over one run: ``previous`` state + ``changes`` + landed ``reads`` -> new state.
 
     ``signal_collection``: the signal table's collection, kept out of the state (None keeps every
     collection). ``open_windows``: the previous run's ``Result.open_windows`` (see the module doc).

@@ -262,7 +262,7 @@ def write_chunk(landing: Path, collection: str, chunk: str, rows: list[dict[str,
 
 
 def every_rule(enc: Encoder) -> Script:
-    """One history that exercises the rules of DESIGN.md §6 (truncates aside, see :func:`truncates`),
+    """One history that exercises the rules of docs/design.md §6 (truncates aside, see :func:`truncates`),
     each on keys of its own."""
     s = Script()
     s.seed(1, 10, 11, 12, 13, 14, 16, 17, 18, 40)

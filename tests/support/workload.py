@@ -9,6 +9,8 @@ import time
 
 import sqlalchemy as sa
 
+from cdc_backfill.background import Background
+
 SCHEMA = [
     "CREATE TABLE orders (id bigint PRIMARY KEY, status text NOT NULL, amount numeric(12,2), doc text)",
     "CREATE TABLE lines (order_id int, line_no int, qty int, PRIMARY KEY (order_id, line_no))",
@@ -56,15 +58,18 @@ def seed(
     engine.dispose()
 
 
-class Writers:
+class Writers(Background):
     """One thread of random changes, seeded; ``stop()`` waits for it to finish its transaction.
 
     Tests never count on how many changes happened to fit into a snapshot (that is the machine's speed):
     they wait for the changes they need with :meth:`change_from_now` and :meth:`wait_for_changes`."""
 
+    name = "writers"
+
     def __init__(self, url: str, seed_value: int, max_order: int = 4000, toast_moves: bool = False) -> None:
         """``toast_moves``: also move keys of rows whose TOASTed ``doc`` stays unchanged (the stream
         leaves it out; a row moved before its chunk read it ends incomplete until it is re-read)."""
+        super().__init__()
         self.engine = sa.create_engine(url, pool_size=2)
         self.rng = random.Random(seed_value)
         self.max_order = max_order
@@ -73,13 +78,6 @@ class Writers:
         self.changes = 0  # rows they changed (a no-op statement changes none and streams nothing)
         self._last_changing = 0  # the number (1, 2, ...) of the last committed transaction that changed rows
         self._moved = threading.Condition()
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="writers", daemon=True)
-
-    def start(self) -> Writers:
-        self._thread.start()
-        return self
 
     def change_from_now(self, timeout: float = 120.0) -> None:
         """Block until a transaction that began after this call has committed a change. The thread runs
@@ -96,40 +94,36 @@ class Writers:
             self._wait(lambda: self.changes >= target, timeout, f"{n} changes")
 
     def _wait(self, done, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-        ok = self._moved.wait_for(lambda: done() or self.errors or self._stop.is_set(), timeout)
+        ok = self._moved.wait_for(lambda: done() or self.errors or self.stopping, timeout)
         if self.errors:
             raise self.errors[0]
         assert ok and done(), f"the writers committed no {what} in {timeout:.0f} s"
 
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(timeout=60)
-        self.engine.dispose()
-        if self.errors:
-            raise self.errors[0]
+    def stop(self) -> int:  # type: ignore[override]
+        super().stop()
         return self.ops
 
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                changed = 0
-                with self.engine.begin() as conn:
-                    long = self.rng.random() < 0.05
-                    for _ in range(self.rng.randint(3, 8) if long else 1):
-                        changed += self._one(conn)
-                        if long:
-                            time.sleep(0.03)  # a transaction that spans several windows
-                with self._moved:
-                    self.ops += 1
-                    self.changes += changed
-                    if changed:
-                        self._last_changing = self.ops
-                    self._moved.notify_all()
-        except BaseException as exc:
-            self.errors.append(exc)
-        finally:
-            with self._moved:
-                self._moved.notify_all()
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def step(self) -> None:
+        changed = 0
+        with self.engine.begin() as conn:
+            long = self.rng.random() < 0.05
+            for _ in range(self.rng.randint(3, 8) if long else 1):
+                changed += self._one(conn)
+                if long:
+                    time.sleep(0.03)  # a transaction that spans several windows
+        with self._moved:
+            self.ops += 1
+            self.changes += changed
+            if changed:
+                self._last_changing = self.ops
+            self._moved.notify_all()
+
+    def finished(self) -> None:
+        with self._moved:
+            self._moved.notify_all()
 
     def _one(self, conn: sa.Connection) -> int:
         """One random statement; the number of rows it changed."""

@@ -284,7 +284,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
         """The native snapshot engine for one collection of one signal; its connections close on exit."""
         from cdc_backfill.airflow.engine import ScopedSnapshotEngine
 
-        engine = ScopedSnapshotEngine(
+        snapshot = ScopedSnapshotEngine(
             self.require_source_url(),
             Path(landing),
             readers=readers,
@@ -292,8 +292,8 @@ class CdcSourceHook(SourceSignals, BaseHook):
             signal_id=signal_id,
             collection=collection,
         )
-        with disposed(engine.engine):
-            yield engine
+        with disposed(snapshot.engine):  # its SQLAlchemy engine
+            yield snapshot
 
     def verify(
         self,

@@ -1,5 +1,5 @@
 """The sensor between the snapshot and the reconcile: waits until every window of the snapshot is in the
-landed stream, so that no READ chunk is left waiting for its window (DESIGN.md §6 rule 1)."""
+landed stream, so that no READ chunk is left waiting for its window (docs/design.md §6 rule 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A replication slot belongs to one landing zone (DESIGN.md §6.1).
+"""A replication slot belongs to one landing zone (docs/design.md §6.1).
 
 A slot hands each change out once: a capture that takes a slot's changes into the wrong folder (a typo in
 ``--landing``) confirms them, and the right landing never receives them. So the binding of a slot to a

@@ -11,9 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_backfill.capture.binding import SlotBindingError, read_landing_meta
-from cdc_backfill.capture.debezium_config import DEFAULT_SLOT as DEBEZIUM_SLOT
-from cdc_backfill.capture.debezium_config import written_by_debezium
+from cdc_backfill.capture.binding import SlotBindingError
+from cdc_backfill.capture.debezium_config import drain_command, is_debezium_landing, native_slots
 from cdc_backfill.capture.fence import emit_fence, stream_passed
 from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, CaptureError, SlotInUse
@@ -30,7 +29,7 @@ class CatchUpError(CaptureError):
 def native_slot(landing: Path) -> str | None:
     """The native capture's slot the landing is bound to; None when it has none (a Debezium landing,
     or one no capture wrote)."""
-    slots = [s for s in (read_landing_meta(landing) or {}).get("slots", {}) if s != DEBEZIUM_SLOT]
+    slots = native_slots(landing)
     if len(slots) > 1:
         raise CatchUpError(f"{landing} is bound to the slots {', '.join(sorted(slots))}: drain it yourself")
     return slots[0] if slots else None
@@ -84,11 +83,13 @@ def drain_landing(url: str, landing: Path, slot: str, signal_table: str | None =
     log.info("drained %s: %s events", landing, stats.events)
 
 
-def catch_up_native(
+def native_up_to_now(
     url: str, landing: Path, signal_table: str | None = None, timeout: float = FOLLOW_TIMEOUT
-) -> Callable[[int], None]:
-    """``catch_up`` for verify at a position: drain the landing's slot, or wait for its following
-    capture. Raises CatchUpError for a landing no native capture writes."""
+) -> Callable[[], None]:
+    """Bring a native capture's landing up to now: drain its slot, or wait for the capture that follows
+    it to land a fence. Either way the landing then passes every position taken before the call (the
+    drain's marker and the fence are written after it), which is what verify at a position needs.
+    Raises CatchUpError for a landing no native capture writes."""
     from cdc_backfill.reconcile.runs import stream_files
 
     slot = native_slot(landing)
@@ -97,14 +98,14 @@ def catch_up_native(
     if stream_files(landing):
         raise CatchUpError(f"{landing} holds JSON stream files: `cdc-backfill ingest` them first")
 
-    def catch_up(position: int) -> None:
+    def up_to_now() -> None:
         try:
-            drain_landing(url, landing, slot, signal_table)  # its marker is written after the position
+            drain_landing(url, landing, slot, signal_table)
         except SlotInUse:
             log.info("slot %s is followed by a capture: waiting for it to land a fence", slot)
             wait_for_fence(url, landing, timeout)
 
-    return catch_up
+    return up_to_now
 
 
 def debezium_refresh(url: str, landing: Path, signal_table: str | None = None) -> Callable[[], None]:
@@ -116,12 +117,11 @@ def debezium_refresh(url: str, landing: Path, signal_table: str | None = None) -
 
     from cdc_backfill.config import SOURCE_URL_ENV
 
-    sig = ["--signal-table", signal_table] if signal_table else []
-    cmd = [sys.executable, "-m", "cdc_backfill.cli", "capture", "debezium", "--landing", str(landing), *sig]
+    cmd = drain_command([sys.executable, "-m", "cdc_backfill.cli"], str(landing), signal_table=signal_table)
 
     def refresh() -> None:
         env = {**os.environ, SOURCE_URL_ENV: url}  # not on the command line, where ps shows a password
-        res = subprocess.run([*cmd, "--drain"], env=env, capture_output=True, text=True)
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if res.returncode != 0:
             last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
             raise CatchUpError(f"Debezium's drain of {landing} failed: {last}")
@@ -134,12 +134,18 @@ def debezium_refresh(url: str, landing: Path, signal_table: str | None = None) -
 
 @dataclass(frozen=True)
 class Reach:
-    """How verify makes a landing hold the stream: past an exact position (``catch_up``), else up to now
-    (``refresh``) with why it is not at one position (``not_exact``)."""
+    """How verify makes a landing hold the stream: past an exact position (``catch_up``), and up to now
+    (``refresh``: the re-check where no exact position can be had, with why in ``not_exact``)."""
 
     catch_up: Callable[[int], None] | None = None
     refresh: Callable[[], None] | None = None
     not_exact: str | None = None
+
+
+def past_any_position(up_to_now: Callable[[], None]) -> Reach:
+    """A landing brought up to now also passes every position taken before: the catch-up is the same
+    call, the position unused."""
+    return Reach(catch_up=lambda _position: up_to_now(), refresh=up_to_now)
 
 
 def reach(
@@ -147,24 +153,23 @@ def reach(
 ) -> Reach:
     """What verify can do with ``landing`` (the CLI and the DAG's verify task): ``capture`` is how the
     landing is written, ``external`` (a capture follows the slot: wait for a fence), ``debezium``, or
-    ``drain``/None (by what the landing is bound to: drain the native slot, or Debezium's)."""
+    ``drain``/None (by what writes the landing: drain the native slot, or Debezium's)."""
     if landing is None:
         return Reach(not_exact="no landing zone: give one to verify both sides at one position")
     if not url.startswith(("postgresql", "postgres")):
         return Reach(not_exact="only a PostgreSQL source gives a snapshot at an exact position")
     if capture == "external":
-        return Reach(catch_up=lambda _position: wait_for_fence(url, landing))
+        return past_any_position(lambda: wait_for_fence(url, landing))
     try:
-        slots = (read_landing_meta(landing) or {}).get("slots", {})
+        debezium = capture == "debezium" or (capture in (None, "drain") and is_debezium_landing(landing))
     except SlotBindingError as exc:
         return Reach(not_exact=str(exc))
-    native = [s for s in slots if s != DEBEZIUM_SLOT]
-    if capture == "debezium" or (capture in (None, "drain") and not native and written_by_debezium(landing)):
+    if debezium:
         return Reach(
             refresh=debezium_refresh(url, landing, signal_table),
             not_exact="the landing is Debezium's: its positions cannot be matched to a snapshot's",
         )
     try:
-        return Reach(catch_up=catch_up_native(url, landing, signal_table))
+        return past_any_position(native_up_to_now(url, landing, signal_table))
     except CatchUpError as exc:
         return Reach(not_exact=str(exc))

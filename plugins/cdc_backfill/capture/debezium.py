@@ -282,39 +282,12 @@ class DebeziumCapture:
         ended = snapshot_outcomes(self._notes)
         self.summary.snapshots.update({k: v for k, v in ended.items() if k in until_snapshots})
         self._waiting = set(until_snapshots) - set(ended)
-        engine_cls, properties_cls, json_format, (consumer_cls, completion_cls) = _java()
-        if stop_on_signals:  # after the JVM started: JPype installs handlers of its own
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: self.stop())
-        debezium_dir(self.landing).mkdir(parents=True, exist_ok=True)
-        props = properties_cls()
-        for k, v in self.properties.items():
-            props.setProperty(k, v)
-        engine = (
-            engine_cls.create(json_format)
-            .using(props)
-            .using(completion_cls(self._on_done))
-            .notifying(consumer_cls(self._on_batch))
-            .build()
-        )
+        engine = self._build_engine(stop_on_signals)
         thread = threading.Thread(target=engine.run, name="debezium-engine", daemon=True)
         thread.start()
         self._marker = uuid.uuid4().hex if drain else None
         try:
-            emitted = 0.0
-            deadline = None if max_seconds is None else time.monotonic() + max_seconds
-            while not self._stop.is_set() and thread.is_alive():
-                if deadline is not None and time.monotonic() > deadline:
-                    self._failure = DebeziumCaptureError(self._late(max_seconds or 0))
-                    break
-                # Written again until it lands: a marker written before the connector's slot existed
-                # (its first start) is not in the slot's stream and would never arrive.
-                due = time.monotonic() - emitted >= MARKER_EVERY_S and not self._waiting
-                if self._marker and emit_marker is not None and due:
-                    emit_marker(DRAIN_PREFIX, self._marker)
-                    emitted = time.monotonic()
-                self._stop.wait(0.2)
-            on_its_own = not self._stop.is_set()
+            on_its_own = self._watch(thread, emit_marker, max_seconds)
         finally:
             with self._lock:  # never between a batch's landing and its commit
                 self._stop.set()
@@ -328,6 +301,48 @@ class DebeziumCapture:
             reason = (self._completion and self._completion[1]) or "no reason given"
             raise DebeziumCaptureError(f"the connector stopped on its own: {reason}")
         return self.summary
+
+    def _build_engine(self, stop_on_signals: bool) -> Any:
+        """Debezium's embedded engine over the connector's properties, its batches landed by
+        ``_on_batch`` (the JVM is started here, on first use)."""
+        engine_cls, properties_cls, json_format, (consumer_cls, completion_cls) = _java()
+        if stop_on_signals:  # after the JVM started: JPype installs handlers of its own
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop())
+        debezium_dir(self.landing).mkdir(parents=True, exist_ok=True)
+        props = properties_cls()
+        for k, v in self.properties.items():
+            props.setProperty(k, v)
+        return (
+            engine_cls.create(json_format)
+            .using(props)
+            .using(completion_cls(self._on_done))
+            .notifying(consumer_cls(self._on_batch))
+            .build()
+        )
+
+    def _watch(
+        self,
+        thread: threading.Thread,
+        emit_marker: Callable[[str, str], None] | None,
+        max_seconds: float | None,
+    ) -> bool:
+        """Wait for the run's end, writing the drain marker until it lands; True when the connector
+        stopped on its own (not asked to)."""
+        emitted = 0.0
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        while not self._stop.is_set() and thread.is_alive():
+            if deadline is not None and time.monotonic() > deadline:
+                self._failure = DebeziumCaptureError(self._late(max_seconds or 0))
+                break
+            # Written again until it lands: a marker written before the connector's slot existed
+            # (its first start) is not in the slot's stream and would never arrive.
+            due = time.monotonic() - emitted >= MARKER_EVERY_S and not self._waiting
+            if self._marker and emit_marker is not None and due:
+                emit_marker(DRAIN_PREFIX, self._marker)
+                emitted = time.monotonic()
+            self._stop.wait(0.2)
+        return not self._stop.is_set()
 
 
 def pg_marker_writer(url: str) -> Callable[[str, str], None]:

@@ -87,6 +87,39 @@ def written_by_debezium(landing: Path) -> bool:
     return any(offsets_file(landing, "*").parent.glob("*.offsets"))
 
 
+def native_slots(landing: Path) -> list[str]:
+    """The native capture's slots ``landing`` is bound to (every bound slot but Debezium's). Raises
+    ``SlotBindingError`` for a landing whose binding cannot be read."""
+    from cdc_backfill.capture.binding import read_landing_meta
+
+    return [s for s in (read_landing_meta(landing) or {}).get("slots", {}) if s != DEFAULT_SLOT]
+
+
+def is_debezium_landing(landing: Path) -> bool:
+    """The one rule for "Debezium writes this landing": no native capture's slot is bound to it, and
+    Debezium's slot is bound to it or Debezium's offsets are in it (a landing a connector wrote without
+    the CLI's binding: Kafka Connect with a file sink, or the tests'). Raises ``SlotBindingError``."""
+    from cdc_backfill.capture.binding import read_landing_meta
+
+    if native_slots(landing):
+        return False
+    return DEFAULT_SLOT in (read_landing_meta(landing) or {}).get("slots", {}) or written_by_debezium(landing)
+
+
+def drain_command(
+    program: Sequence[str],
+    landing: str,
+    source: Sequence[str] = (),
+    signal_table: str | None = None,
+    until_snapshot: str | None = None,
+) -> list[str]:
+    """Debezium's drain as one command line (pure): what verify runs to bring a Debezium landing up to
+    now, and what a repair prints for the user. ``program`` is how the CLI is started."""
+    sig = ["--signal-table", signal_table] if signal_table else []
+    until = ["--until-snapshot", until_snapshot] if until_snapshot else []
+    return [*program, "capture", "debezium", *source, "--landing", landing, *sig, "--drain", *until]
+
+
 def signal_collection(connector: str, signal_table: str, database: str) -> str:
     """``signal.data.collection`` as the connector reads it; refuses a name it would ignore."""
     parts = signal_table.split(".")
@@ -157,36 +190,37 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "notification.enabled.channels": "sink",
         "notification.sink.topic.name": notification_topic(s.name),
     }
+    props.update(connector_specific(connector, s, database))
+    props.update({k: str(v) for k, v in s.extra.items()})
+    return props
+
+
+def connector_specific(connector: str, s: DebeziumSettings, database: str) -> dict[str, str]:
+    """The properties one connector needs beyond the common ones: its database, the tables, and (all
+    but PostgreSQL's) a schema history file in the landing."""
     # No collections named: every table (the signal table among them), as Debezium does by default.
     tables = [*s.collections, s.signal_table] if s.signal_table not in s.collections else list(s.collections)
     include = {"table.include.list": _include_list(tables)} if s.collections else {}
     if connector == "postgresql":
-        props.update({
+        return {
             "database.dbname": database,
             "plugin.name": "pgoutput",
             "slot.name": s.slot,
             "publication.name": s.publication,
             "publication.autocreate.mode": "filtered",
             **include,
-        })  # fmt: skip
-    elif connector == "sqlserver":
-        props.update({
-            "database.names": database,
-            "database.encrypt": "false",
-            **include,
-        })  # fmt: skip
-    elif connector == "oracle":
-        props.update({"database.dbname": database, **include})
-    else:
-        props.update({
-            "database.server.id": "5400",
-            "database.include.list": ",".join(sorted({t.split(".")[0] for t in tables})),
-            **include,
-        })  # fmt: skip
-    if connector != "postgresql":
-        props.update({
-            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
-            "schema.history.internal.file.filename": str(history_file(s.landing, s.name)),
-        })  # fmt: skip
-    props.update({k: str(v) for k, v in s.extra.items()})
-    return props
+        }
+    history = {
+        "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+        "schema.history.internal.file.filename": str(history_file(s.landing, s.name)),
+    }
+    if connector == "sqlserver":
+        return {"database.names": database, "database.encrypt": "false", **include, **history}
+    if connector == "oracle":
+        return {"database.dbname": database, **include, **history}
+    return {
+        "database.server.id": "5400",
+        "database.include.list": ",".join(sorted({t.split(".")[0] for t in tables})),
+        **include,
+        **history,
+    }

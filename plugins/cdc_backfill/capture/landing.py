@@ -140,7 +140,7 @@ class LandingWriter:
 class JsonLinesSink:
     """The capture's JSON-lines sink (a ``capture.sinks.CaptureSink``): each event a line as Debezium
     writes it (``capture.lines``) in the stream files of a :class:`LandingWriter`, each table's schema
-    document beside them (DESIGN.md §8). A logical decoding message is an event of its own."""
+    document beside them (docs/design.md §8). A logical decoding message is an event of its own."""
 
     lands_messages = True
 

@@ -137,7 +137,7 @@ def message_line(
 
 
 def schema_document(collection: str, key: list[str], columns: list[Any], types: list[str]) -> bytes:
-    """A table's schema document (DESIGN.md §8): its key and, per column, name, type, ``type_oid`` and
+    """A table's schema document (docs/design.md §8): its key and, per column, name, type, ``type_oid`` and
     ``typmod`` as the relation message gave them."""
     doc = {
         "collection": collection,

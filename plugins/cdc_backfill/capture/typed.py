@@ -1,4 +1,4 @@
-"""The capture's typed event log sink (DESIGN.md §5.0), its default landing, and
+"""The capture's typed event log sink (docs/design.md §5.0), its default landing, and
 ``TypedPostgresCapture``: the replication loop (``capture.postgres``) landing through it.
 
 Each relation message describes its collection's log schema (a new version when its columns

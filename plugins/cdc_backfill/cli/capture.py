@@ -186,7 +186,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         "--format",
         choices=("log", "json"),
         default="log",
-        help="land the typed event log in log/ (default, DESIGN.md 5.0) or JSON lines in stream/ (the earlier "
+        help="land the typed event log in log/ (default, docs/design.md 5.0) or JSON lines in stream/ (the earlier "
         "format: `cdc-backfill ingest` moves them into the log before a reconcile)",
     )
     pg.add_argument("--roll-mb", type=float, default=64, help="finish a file at this size (default 64)")

@@ -5,7 +5,7 @@ Thin: the SQL, the ranges, the comparison and the repair signal are in ``cdc_bac
 Spark side in ``cdc_backfill.verify.spark.stats``. Spark is imported only when the command runs.
 
 ``--repair`` re-reads the ranges that differ; a key in the state that the source no longer has goes
-when that snapshot finishes (its ranges are a condition on the key: phantom removal, DESIGN.md §6 rule 7).
+when that snapshot finishes (its ranges are a condition on the key: phantom removal, docs/design.md §6 rule 7).
 Both sides are compared as of one stream position (``cdc_backfill.verify.spark.at_position``).
 What it cannot fix:
 - columns that differ between the source and the state (verify refuses: exit 2);

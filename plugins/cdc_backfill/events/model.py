@@ -1,4 +1,4 @@
-"""The canonical change event that every input format is parsed into (DESIGN.md §5).
+"""The canonical change event that every input format is parsed into (docs/design.md §5).
 
 Pure Python: no Spark, no Airflow. Values inside ``key``/``before``/``after`` are plain JSON values,
 or, where a format names a semantic type, exact Python values (``Decimal``, ``date``, ``time``,

@@ -1,4 +1,4 @@
-"""Stream positions as tuples of non-negative integers, compared element by element (DESIGN.md §5).
+"""Stream positions as tuples of non-negative integers, compared element by element (docs/design.md §5).
 
 Every source writes its position differently; all are turned into integers here so that no position
 is ever compared as a string ("0000000A" vs "00000009", "10" vs "9") or as a float.

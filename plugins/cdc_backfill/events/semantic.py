@@ -1,4 +1,4 @@
-"""Decoding Debezium / Kafka Connect semantic types named by the JSON converter's schema (DESIGN.md §5.1).
+"""Decoding Debezium / Kafka Connect semantic types named by the JSON converter's schema (docs/design.md §5.1).
 
 Only used when a record carries the ``{schema, payload}`` wrapper: without it the literal values
 cannot be told apart from plain numbers and are kept as they are.

@@ -22,7 +22,7 @@ from cdc_backfill.reconcile.columns import collection_columns, landed_collection
 
 Described = tuple[list[PgColumn], list[str]]
 
-# the signal table's columns as every engine writes them (DESIGN.md §2)
+# the signal table's columns as every engine writes them (docs/design.md §2)
 SIGNAL_COLUMNS: Described = (
     [PgColumn("id", "text", 25), PgColumn("type", "text", 25), PgColumn("data", "text", 25)],
     ["id"],

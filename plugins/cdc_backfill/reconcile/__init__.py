@@ -1,1 +1,1 @@
-"""Reconcile (DESIGN.md §6): stream events and snapshot READ chunks into one state."""
+"""Reconcile (docs/design.md §6): stream events and snapshot READ chunks into one state."""

@@ -1,5 +1,5 @@
 """A snapshot's ``additional-condition`` over key columns, read exactly enough to evaluate it on the
-state (DESIGN.md §6 rule 7): a finished snapshot with a condition removes the phantom rows that
+state (docs/design.md §6 rule 7): a finished snapshot with a condition removes the phantom rows that
 satisfy it, so the state must select the same keys the source's query selected.
 
 Pure: the condition is parsed with sqlglot for the source's dialect into a small tree of comparisons

@@ -1,4 +1,4 @@
-"""Which snapshots of a collection are finished, from what landed (DESIGN.md §6 rule 7); pure.
+"""Which snapshots of a collection are finished, from what landed (docs/design.md §6 rule 7); pure.
 
 The native engine writes two rows of its own into the signal table per collection of a snapshot: a
 *start* row before it fixes the collection's largest key (its position is the snapshot's P0) and a

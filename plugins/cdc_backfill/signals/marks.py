@@ -1,5 +1,5 @@
 """What the stream carries besides the changes (pure): the data of a chunk's watermark rows, the
-native engine's start and done rows around one collection of a snapshot (DESIGN.md §6 rule 7),
+native engine's start and done rows around one collection of a snapshot (docs/design.md §6 rule 7),
 written into the signal table like the watermarks, so that the stream tells the reconcile where the
 snapshot started (its P0) and that it finished, and the prefixes of the captures' drain and fence
 messages. The ids and types of the signal rows are in ``signals.model``.

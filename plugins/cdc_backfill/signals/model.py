@@ -21,7 +21,7 @@ RESUME = "resume-snapshot"
 LOG = "log"
 WINDOW_OPEN = "snapshot-window-open"
 WINDOW_CLOSE = "snapshot-window-close"
-# the native engine's rows around one collection of a snapshot (signals.marks, DESIGN.md §6 rule 7)
+# the native engine's rows around one collection of a snapshot (signals.marks, docs/design.md §6 rule 7)
 SNAPSHOT_START = "snapshot-collection-start"
 SNAPSHOT_DONE = "snapshot-collection-done"
 SNAPSHOT_ENDED = "snapshot-collection-ended"  # stopped or failed before it finished: no done row will come

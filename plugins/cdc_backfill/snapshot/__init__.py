@@ -1,1 +1,1 @@
-"""The snapshot engine (DESIGN.md §4): chunks between watermarks, parallel, resumable, bounded in memory."""
+"""The snapshot engine (docs/design.md §4): chunks between watermarks, parallel, resumable, bounded in memory."""

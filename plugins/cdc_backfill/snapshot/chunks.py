@@ -1,5 +1,5 @@
 """One chunk's I/O: the watermark rows, the ``COPY`` of its rows, their Arrow form as READ events, and
-landing them as one Parquet file (DESIGN.md §4, steps 1 to 4)."""
+landing them as one Parquet file (docs/design.md §4, steps 1 to 4)."""
 
 from __future__ import annotations
 

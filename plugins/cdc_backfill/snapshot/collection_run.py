@@ -1,4 +1,4 @@
-"""One collection of one execute signal (DESIGN.md §4): its shape read from the catalog, its key ranges
+"""One collection of one execute signal (docs/design.md §4): its shape read from the catalog, its key ranges
 planned once behind the start row, readers taking the ranges side by side while the engine's heartbeat
 shows it alive, and the done row once every range is read. A collection that cannot be read fails alone:
 the signal's other collections go on."""
@@ -123,7 +123,7 @@ class CollectionRun:
 
     def _plan(self, shape: TableShape) -> list[RangeProgress]:
         """Fix the largest key and cut the key space into ranges, reading keys only. The start row is
-        committed first: its position is the snapshot's P0 (DESIGN.md §6 rule 7)."""
+        committed first: its position is the snapshot's P0 (docs/design.md §6 rule 7)."""
         snapshot, sig, plan = self.snapshot, self.sig, self.plan
         snapshot.signals.write_mark(SNAPSHOT_START, START_SUFFIX, start_data(plan.collection, sig.id))
         log.info("%s: start row written", plan.collection)
@@ -161,7 +161,7 @@ class CollectionRun:
         log.info("%s: empty: an empty chunk landed", shape.collection)
 
     def _finish(self) -> None:
-        """Once every range is read, tell the stream (the done row of DESIGN.md §6 rule 7) how many
+        """Once every range is read, tell the stream (the done row of docs/design.md §6 rule 7) how many
         chunk files of this snapshot landed: the reconcile then knows when it has applied them all. A
         stopped, paused or failed collection writes nothing. A crash just before this row leaves the
         snapshot unfinished for the rule: no phantom is removed, nothing wrong is."""

@@ -1,5 +1,5 @@
 """What the operator asked for, read from the signal table between chunks: pause and resume, stops,
-which collections still have work, and each execute signal's status and progress (DESIGN.md §2, §4)."""
+which collections still have work, and each execute signal's status and progress (docs/design.md §2, §4)."""
 
 from __future__ import annotations
 

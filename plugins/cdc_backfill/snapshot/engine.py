@@ -1,4 +1,4 @@
-"""The snapshot engine (DESIGN.md §4): for each accepted execute-snapshot signal, read every collection in
+"""The snapshot engine (docs/design.md §4): for each accepted execute-snapshot signal, read every collection in
 key-ordered chunks, each between a low and a high watermark committed into the signal table, and land
 each chunk's rows as READ events in a Parquet file.
 

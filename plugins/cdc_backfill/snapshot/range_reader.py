@@ -1,4 +1,4 @@
-"""One reader's work on one key range (DESIGN.md §4, steps 1 to 5): chunk after chunk, each read between
+"""One reader's work on one key range (docs/design.md §4, steps 1 to 5): chunk after chunk, each read between
 its own low and high watermark, landed on a helper thread while the next chunk is read, its progress
 recorded in chunk order and only after the chunk has landed."""
 

@@ -1,5 +1,5 @@
 """Planning a collection: fix its largest key and cut the key space into ranges, reading keys only, so
-several readers can each take ranges (DESIGN.md §4)."""
+several readers can each take ranges (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Column types on Spark: a PostgreSQL column's Spark type (what Spark reads from a snapshot chunk), how
-Debezium writes its value in an event, and the conversion from the one to the other (DESIGN.md §5)."""
+Debezium writes its value in an event, and the conversion from the one to the other (docs/design.md §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verify (DESIGN.md §1 step 4): compare a collection's reconciled state with the live source, range by
+"""Verify (docs/design.md §1 step 4): compare a collection's reconciled state with the live source, range by
 range, and re-snapshot only the ranges that differ.
 
 Pure modules (no Airflow, no Spark, no I/O): :mod:`.forms` (the canonical text of every value and the
@@ -8,7 +8,7 @@ here that talks to the database is :mod:`.source`; the Spark side is ``cdc_backf
 
 A repair is a READ snapshot of the differing ranges: their rows are read again, and a key of the state
 that the source no longer has is removed when that snapshot finishes (its condition is on the key only:
-phantom removal, DESIGN.md §6 rule 7). What verify cannot repair, by construction:
+phantom removal, docs/design.md §6 rule 7). What verify cannot repair, by construction:
 
 - a difference in columns (a column added or dropped in the source, not yet in the state): every row
   differs and re-reading rows does not change the state's schema;

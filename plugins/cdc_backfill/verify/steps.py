@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
+from cdc_backfill.capture.debezium_config import drain_command, is_debezium_landing
 from cdc_backfill.config import mask_url
 from cdc_backfill.program import program
 
@@ -35,14 +35,14 @@ def source_args(typed: str | None) -> tuple[list[str], str | None]:
 
 
 def landing_engine(landing: Path) -> str:
-    """``debezium`` when the landing zone is bound to Debezium's slot alone, else ``native``."""
-    from cdc_backfill.capture.binding import SlotBindingError, read_landing_meta
+    """``debezium`` when Debezium writes the landing zone (``capture.debezium_config``'s one rule), else
+    ``native``."""
+    from cdc_backfill.capture.binding import SlotBindingError
 
     try:
-        slots = (read_landing_meta(landing) or {}).get("slots", {})
+        return "debezium" if is_debezium_landing(landing) else "native"
     except SlotBindingError:  # the capture each step runs refuses it, in its own words
         return "native"
-    return "debezium" if DEFAULT_SLOT in slots and len(slots) == 1 else "native"
 
 
 def repair_command(
@@ -74,10 +74,9 @@ def repair_steps(
     sig = ["--signal-table", signal_table] if signal_table else []
     if engine == "debezium":
         first = [
-            [cli, "capture", "debezium", *src, "--landing", landing, *sig, "--drain",
-             "--until-snapshot", signal_id],
+            drain_command([cli], landing, src, signal_table, until_snapshot=signal_id),
             [cli, "ingest", "--landing", landing],
-        ]  # fmt: skip
+        ]
     else:
         first = [
             [cli, "snapshot", "run", "--once", *src, "--landing", landing, *sig],

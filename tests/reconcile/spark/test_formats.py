@@ -1,4 +1,4 @@
-"""Every rule of DESIGN.md §6 on hand-made streams, in every input format, through `ingest` and the reconcile job's
+"""Every rule of docs/design.md §6 on hand-made streams, in every input format, through `ingest` and the reconcile job's
 own run loop on local Spark: READs dropped inside their window and kept outside it, a READ waiting
 for its window, key changes, truncates, TOAST, tombstones, insert/delete watermarks, duplicate and
 out-of-order landing files; and incremental runs over any split of the stream equal one full run."""

@@ -1,4 +1,4 @@
-"""DESIGN.md §6 rule 7 on hand-made streams: a finished snapshot removes the state's rows it did not
+"""docs/design.md §6 rule 7 on hand-made streams: a finished snapshot removes the state's rows it did not
 read and nothing touched after its start; a snapshot not finished, one whose condition reads a non-key
 column, and rows changed after the start are left alone; a key condition limits the removal."""
 

@@ -115,7 +115,6 @@ def ingest_files(
 ) -> dict[str, Any]:
     """Land ``inputs`` in the log (the caller holds the ingest lock and left out what was ingested);
     ``sources`` types the collections found, or raises naming those it cannot (nothing written)."""
-    signal_collection = sources.signal_collection
     landing = Path(landing)
     run = run or time.strftime("%Y%m%dT%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
     started = time.time()
@@ -130,9 +129,35 @@ def ingest_files(
         return summary
     # timestamps as int64 microseconds, as pyarrow and DuckDB read them (not Spark's default INT96)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    parsed = parse_inputs(spark, inputs, sources)
+    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    described = described_collections(parsed, sources, totals)
+    stage = staging_dir(landing) / run
+    written = write_collections(
+        parsed, landing, stage, run, described, sources.signal_collection, totals, summary
+    )
+    summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
+    if summary["quarantined"]:
+        summary["quarantine"] = quarantine(parsed, landing, run, summary["quarantined"])
+    if summary["events"] == 0 and summary["quarantined"]:
+        # nothing of the input could be read: not marked as ingested, so a corrected run takes it again
+        first = parsed.where(F.col("quarantine_reason").isNotNull()).select("quarantine_reason").first()
+        summary["nothing_landed"] = (
+            f"every one of the {summary['quarantined']:,} records was quarantined (the first: {first[0]}); "
+            f"nothing landed, the input is not marked as ingested: see {summary['quarantine']}"
+        )
+        shutil.rmtree(stage, ignore_errors=True)
+        return summary
+    write_manifest(landing, run, inputs, written, totals, summary)
+    shutil.rmtree(stage, ignore_errors=True)
+    summary["seconds"] = round(time.time() - started, 1)
+    return summary
+
+
+def parse_inputs(spark: SparkSession, inputs: Sequence[InputFile], sources: ColumnSources) -> DataFrame:
+    """The input files parsed once (every collection's write, the totals and the quarantine read it)."""
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     keys = sources.known_keys()
-    # parsed once: every collection's write, the totals and the quarantine read it
     parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).localCheckpoint()
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
     found = {c: d[1] for c in keyless_collections(parsed) if (d := sources.find(c)) is not None}
@@ -140,7 +165,14 @@ def ingest_files(
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
         parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found})).localCheckpoint()
-    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    return parsed
+
+
+def described_collections(
+    parsed: DataFrame, sources: ColumnSources, totals: dict[Any, Any]
+) -> dict[str, Any]:
+    """Each collection's columns and key; ColumnsError, before anything is written, for events whose
+    shape does not match them (nothing lands, no input is marked as ingested)."""
     wrapped = wrapped_descriptions(parsed)
     if wrapped:
         log.info("column types of %s from the records' schema wrappers", ", ".join(sorted(wrapped)))
@@ -150,12 +182,26 @@ def ingest_files(
         for coll, key_sets, names in event_shapes(parsed)
         if coll in described and (why := shape_mismatch(coll, key_sets, names, described[coll]))
     ]
-    if refused:  # before anything is written: nothing lands, no input is marked as ingested
+    if refused:
         raise ColumnsError(
             "refused, nothing landed: " + " | ".join(refused) + " (give the source these events came "
             "from as --source, or a --column-types file that describes them)"
         )
-    stage = staging_dir(landing) / run
+    return described
+
+
+def write_collections(
+    parsed: DataFrame,
+    landing: Path,
+    stage: Path,
+    run: str,
+    described: dict[str, Any],
+    signal_collection: str,
+    totals: dict[Any, Any],
+    summary: dict[str, Any],
+) -> list[str]:
+    """Each collection's events as log files of its current schema version (staged, then named by
+    position); the files' paths under the log, for the manifest. Counts go into ``summary``."""
     written: list[str] = []
     for collection in sorted(described):
         columns, key = described[collection]
@@ -175,22 +221,28 @@ def ingest_files(
         log.info(
             "%s: %s events in %d log file(s), %.1f s", collection, f"{n:,}", len(named), time.time() - t0
         )
-    summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
-    if summary["quarantined"]:
-        folder = quarantine_dir(landing) / f"ingest-{run}"
-        bad = parsed.where(F.col("quarantine_reason").isNotNull()).select(*QUARANTINE_COLUMNS)
-        bad.coalesce(1).write.mode("overwrite").json(str(folder))
-        summary["quarantine"] = str(folder)
-        log.warning("%s records quarantined in %s", f"{summary['quarantined']:,}", folder)
-    if summary["events"] == 0 and summary["quarantined"]:
-        # nothing of the input could be read: not marked as ingested, so a corrected run takes it again
-        first = parsed.where(F.col("quarantine_reason").isNotNull()).select("quarantine_reason").first()
-        summary["nothing_landed"] = (
-            f"every one of the {summary['quarantined']:,} records was quarantined (the first: {first[0]}); "
-            f"nothing landed, the input is not marked as ingested: see {summary['quarantine']}"
-        )
-        shutil.rmtree(stage, ignore_errors=True)
-        return summary
+    return written
+
+
+def quarantine(parsed: DataFrame, landing: Path, run: str, count: int) -> str:
+    """The records that could not be read, with their file and line, in the landing's quarantine."""
+    folder = quarantine_dir(landing) / f"ingest-{run}"
+    bad = parsed.where(F.col("quarantine_reason").isNotNull()).select(*QUARANTINE_COLUMNS)
+    bad.coalesce(1).write.mode("overwrite").json(str(folder))
+    log.warning("%s records quarantined in %s", f"{count:,}", folder)
+    return str(folder)
+
+
+def write_manifest(
+    landing: Path,
+    run: str,
+    inputs: Sequence[InputFile],
+    written: list[str],
+    totals: dict[Any, Any],
+    summary: dict[str, Any],
+) -> None:
+    """The ingest's commit: one manifest naming the log files and the input files they came from,
+    written whole. Before it nothing of the run counts; after it every input is ingested."""
     last = max((r["last"] for r in totals.values() if r["last"] is not None), default=None)
     position = list(position_of_key(bytes(last))) if last is not None else []
     manifest = {
@@ -204,9 +256,6 @@ def ingest_files(
     folder = rolls_dir(landing)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomically(folder / ingest_manifest_name(bytes(last or b""), run), json.dumps(manifest).encode())
-    shutil.rmtree(stage, ignore_errors=True)
-    summary["seconds"] = round(time.time() - started, 1)
-    return summary
 
 
 def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:

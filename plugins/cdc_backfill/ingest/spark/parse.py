@@ -96,38 +96,62 @@ def _json(value: Any) -> bytes | None:
     return None if value is None else dumps(value)
 
 
-def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
-    # Column lists appended to directly: this loop runs once per event, and every call or dict
-    # built here is paid a million times per million events.
-    names = ARROW_SCHEMA.names
-    cols: list[list[Any]] = [[] for _ in names]
-    (
-        collection,
-        op,
-        key,
-        before,
-        after,
-        unchanged,
-        position,
-        ts,
-        fmt,
-        snapshot,
-        file,
-        line,
-        reason,
-        record,
-        described,
-    ) = cols
+class _Columns:
+    """The Arrow columns of one output batch, as Python lists appended to directly: the append runs
+    once per event, and every call or dict built there is paid a million times per million events."""
 
-    def flush() -> pa.RecordBatch:
+    def __init__(self) -> None:
+        self.cols: list[list[Any]] = [[] for _ in ARROW_SCHEMA.names]
+
+    def __len__(self) -> int:
+        return len(self.cols[10])  # the file column: one value per row, event or quarantined
+
+    def add_events(
+        self, events: list[Any], path: str, lineno: int, lines: list[bytes], seen: set[Any]
+    ) -> None:
+        """One line's events; the first event of each collection in the file carries the columns its
+        schema wrapper describes (``seen``: the collections looked at)."""
+        (collection, op, key, before, after, unchanged, position, ts, fmt, snapshot, file, line, reason,
+         record, described) = self.cols  # fmt: skip
+        for ev in events:
+            collection.append(ev.collection)
+            op.append(ev.op)
+            key.append(_json(ev.key))
+            before.append(_json(ev.before))
+            after.append(_json(ev.after))
+            unchanged.append(ev.unchanged)
+            position.append(position_key(ev.position))
+            ts.append(ev.source_ts_ms)
+            fmt.append(ev.format)
+            snapshot.append(ev.snapshot)
+            file.append(path)
+            line.append(lineno)
+            reason.append(None)
+            record.append(None)
+            if ev.collection in seen:
+                described.append(None)
+            else:
+                seen.add(ev.collection)
+                described.append(wrapped_columns(lines[lineno - 1]))
+
+    def add_quarantined(self, item: Quarantined, path: str, lineno: int) -> None:
+        for c in self.cols[:10]:
+            c.append(None)
+        for c, value in zip(self.cols[10:], (path, lineno, item.reason, item.record, None), strict=True):
+            c.append(value)
+
+    def flush(self) -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(c, type=t) for c, t in zip(cols, ARROW_SCHEMA.types, strict=True)],
+            [pa.array(c, type=t) for c, t in zip(self.cols, ARROW_SCHEMA.types, strict=True)],
             schema=ARROW_SCHEMA,
         )
-        for c in cols:
+        for c in self.cols:
             c.clear()
         return batch
 
+
+def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+    out = _Columns()
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
@@ -137,38 +161,13 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
             seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
             for lineno, item in parse_lines(lines, path, options):
                 if isinstance(item, Quarantined):
-                    for c in cols[:10]:
-                        c.append(None)
-                    file.append(path)
-                    line.append(lineno)
-                    reason.append(item.reason)
-                    record.append(item.record)
-                    described.append(None)
+                    out.add_quarantined(item, path, lineno)
                 else:
-                    for ev in item:
-                        collection.append(ev.collection)
-                        op.append(ev.op)
-                        key.append(_json(ev.key))
-                        before.append(_json(ev.before))
-                        after.append(_json(ev.after))
-                        unchanged.append(ev.unchanged)
-                        position.append(position_key(ev.position))
-                        ts.append(ev.source_ts_ms)
-                        fmt.append(ev.format)
-                        snapshot.append(ev.snapshot)
-                        file.append(path)
-                        line.append(lineno)
-                        reason.append(None)
-                        record.append(None)
-                        if ev.collection in seen:
-                            described.append(None)
-                        else:
-                            seen.add(ev.collection)
-                            described.append(wrapped_columns(lines[lineno - 1]))
-                if len(file) >= _BATCH_ROWS:
-                    yield flush()
-    if file:
-        yield flush()
+                    out.add_events(item, path, lineno, lines, seen)
+                if len(out) >= _BATCH_ROWS:
+                    yield out.flush()
+    if len(out):
+        yield out.flush()
 
 
 def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:

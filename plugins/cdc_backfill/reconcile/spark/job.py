@@ -3,7 +3,7 @@ typed log, its READ chunks and its previous state written as a new state version
 summary. What the spark-submit job, the tests and the benchmark call; the job only parses arguments and
 builds the session.
 
-The reconcile reads typed data only (DESIGN.md §5.0): JSON stream files are moved into the log by
+The reconcile reads typed data only (docs/design.md §5.0): JSON stream files are moved into the log by
 ``cdc-backfill ingest`` first, and a landing zone that still holds some is refused with that command.
 """
 
@@ -55,6 +55,40 @@ def reconcile_landing(
     Raises LandingError when there is no landing zone, or when it holds JSON stream files not moved
     into the log yet."""
     landing, state_dir = Path(landing), Path(state)
+    started = time.time()
+    runs = planned_runs(landing, state_dir, collections, signal_collection)
+    # the roll manifests after a position: read once for all collections whose state is there
+    manifests: dict[tuple[int, ...] | None, LandedLog] = {}
+    for r, _, _ in runs:
+        if r.meta.position not in manifests:
+            manifests[r.meta.position] = landed_log_files(landing, r.meta.position)
+    size_shuffle(spark, max((m.events for m in manifests.values()), default=0))
+
+    def run_one(item: tuple[RunInput, Any, Any]) -> tuple[str, dict[str, Any]]:
+        r, columns, key = item
+        return r.collection, reconcile_one(
+            spark, landing, state_dir, r, columns, key, manifests[r.meta.position], signal_collection,
+            keep_versions,
+        )  # fmt: skip
+
+    summary: dict[str, Any] = {"events": 0, "collections": {}}
+    # Collections run side by side (``parallel`` at a time): a small run's time is mostly the driver
+    # planning each Spark job, which one collection's planning can overlap with another's tasks.
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(runs) or 1))) as pool:
+        for coll, info in pool.map(run_one, runs):
+            summary["collections"][coll] = info
+    # the log's events read: the run that read the most
+    summary["events"] = max((m.events for m in manifests.values()), default=0)
+    summary["seconds"] = round(time.time() - started, 1)
+    write_run_record(state_dir, landing, summary)
+    return summary
+
+
+def planned_runs(
+    landing: Path, state_dir: Path, collections: Sequence[str] | None, signal_collection: str
+) -> list[tuple[RunInput, Any, Any]]:
+    """Each collection's run with its columns and key; LandingError for a landing that cannot be
+    reconciled as given."""
     if not landing.is_dir():
         raise LandingError(
             f"no landing zone at {landing}: give the folder the capture and snapshots write to"
@@ -62,11 +96,8 @@ def reconcile_landing(
     unmoved = unmoved_json_reason(landing)
     if unmoved:
         raise LandingError(unmoved)
-    started = time.time()
-    summary: dict[str, Any] = {"events": 0, "collections": {}}
     names = list(collections) if collections else landed_collections(landing, signal_collection)
-    untyped = []
-    runs = []
+    untyped, runs = [], []
     for coll in names:
         try:
             columns, key = collection_columns(landing, coll)
@@ -82,61 +113,57 @@ def reconcile_landing(
         )
     if not runs:
         log.info("nothing to reconcile: no log and no snapshot chunks in %s", landing)
-    # the roll manifests after a position: read once for all collections whose state is there
-    manifests: dict[tuple[int, ...] | None, LandedLog] = {}
-    for r, _, _ in runs:
-        if r.meta.position not in manifests:
-            manifests[r.meta.position] = landed_log_files(landing, r.meta.position)
+    return runs
 
-    size_shuffle(spark, max((m.events for m in manifests.values()), default=0))
 
-    def run_one(item: tuple[RunInput, Any, Any]) -> tuple[str, dict[str, Any]]:
-        r, columns, key = item
-        t0 = time.time()
-        log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
-        landed = manifests[r.meta.position]
-        rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, landed.files)
-        unread = landed.unread(r.meta)
-        # some read by the previous run too: only the others can hold late events
-        fresh = None
-        if len(unread.manifests) < len(landed.manifests):
-            fresh = run_rows(spark, landing, r, columns, key, signal_collection, unread.files)
-        frames = read_run(spark, r, columns, key, signal_collection)
-        result = reconcile_run(
-            r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests
-        )
-        log.info("%s: writing the state", r.collection)
-        write_version(
-            result.state, state_dir, r.collection, result.info, keep=keep_versions,
-            carry=result.carry, meta=result.meta,
-        )  # fmt: skip
-        info = result.info()
-        log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
-                 r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
-                 f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
-        for snapshot, what in info.get("snapshots", {}).items():
-            log.info("%s: snapshot %s: %s", r.collection, snapshot, what)
-        if info["phantoms_removed"]:
-            log.info("%s: %s phantom row(s) removed", r.collection, f"{info['phantoms_removed']:,}")
-        # released before the next collection: in a long-lived session they would fill the memory
-        result.release()
-        return r.collection, info
+def reconcile_one(
+    spark: SparkSession,
+    landing: Path,
+    state_dir: Path,
+    r: RunInput,
+    columns: Any,
+    key: Any,
+    landed: LandedLog,
+    signal_collection: str,
+    keep_versions: int,
+) -> dict[str, Any]:
+    """One collection's run, written as its next state version; its summary."""
+    t0 = time.time()
+    log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
+    rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, landed.files)
+    unread = landed.unread(r.meta)
+    # some read by the previous run too: only the others can hold late events
+    fresh = None
+    if len(unread.manifests) < len(landed.manifests):
+        fresh = run_rows(spark, landing, r, columns, key, signal_collection, unread.files)
+    frames = read_run(spark, r, columns, key, signal_collection)
+    result = reconcile_run(r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests)
+    log.info("%s: writing the state", r.collection)
+    write_version(
+        result.state, state_dir, r.collection, result.info, keep=keep_versions,
+        carry=result.carry, meta=result.meta,
+    )  # fmt: skip
+    info = result.info()
+    log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
+             r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
+             f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
+    for snapshot, what in info.get("snapshots", {}).items():
+        log.info("%s: snapshot %s: %s", r.collection, snapshot, what)
+    if info["phantoms_removed"]:
+        log.info("%s: %s phantom row(s) removed", r.collection, f"{info['phantoms_removed']:,}")
+    # released before the next collection: in a long-lived session they would fill the memory
+    result.release()
+    return info
 
-    # Collections run side by side (``parallel`` at a time): a small run's time is mostly the driver
-    # planning each Spark job, which one collection's planning can overlap with another's tasks.
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(runs) or 1))) as pool:
-        for coll, info in pool.map(run_one, runs):
-            summary["collections"][coll] = info
-    # the log's events read: the run that read the most
-    summary["events"] = max((m.events for m in manifests.values()), default=0)
-    summary["seconds"] = round(time.time() - started, 1)
+
+def write_run_record(state_dir: Path, landing: Path, summary: dict[str, Any]) -> None:
+    """The run's summary in ``<state>/_runs/``, with the landing beside it: verify finds the events
+    after the state's position there."""
     out_dir = runs_dir(state_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
-    # the landing beside the run: verify finds the events after the state's position there
     record = {**summary, "landing": str(landing.resolve())}
     (out_dir / f"{stamp}.json").write_text(json.dumps(record, indent=2))
-    return summary
 
 
 def run_rows(

@@ -1,4 +1,4 @@
-"""Key changes carry their unchanged columns (DESIGN.md §5): when an ``UPDATE`` moves a row to a new key
+"""Key changes carry their unchanged columns (docs/design.md §5): when an ``UPDATE`` moves a row to a new key
 and leaves a TOASTed column unchanged, PostgreSQL's stream does not send that column, and the capture
 lands a delete of the old key at (commit, lsn, 0) and a create of the new key at (commit, lsn, 1). The
 new key then takes the old key's values for the columns its create left out, exactly as one run over
@@ -105,16 +105,7 @@ def fill_rows(
             for n in values
         ],
     )
-    latest = (
-        pairs.select("_cdc_at", "_cdc_from")
-        .join(
-            F.broadcast(truncs.select(F.col("position").alias("_cdc_tp"))),
-            F.col("_cdc_tp") < F.col("_cdc_from"),
-            "left",
-        )
-        .groupBy("_cdc_at")
-        .agg(F.max("_cdc_tp").alias("_cdc_t"))
-    )
+    latest = last_truncate_before(pairs, truncs)
     d, t = F.col("_cdc_d"), F.col("_cdc_t")
 
     def known(n: str) -> Column:
@@ -138,6 +129,20 @@ def fill_rows(
             F.lit(None).cast("string").alias("file"),
             F.lit(None).cast("long").alias("line"),
         ).alias("_cdc_sort"),
+    )
+
+
+def last_truncate_before(pairs: DataFrame, truncs: DataFrame) -> DataFrame:
+    """Per pair, the last truncate before its delete: a value sent before it is not the old key's."""
+    return (
+        pairs.select("_cdc_at", "_cdc_from")
+        .join(
+            F.broadcast(truncs.select(F.col("position").alias("_cdc_tp"))),
+            F.col("_cdc_tp") < F.col("_cdc_from"),
+            "left",
+        )
+        .groupBy("_cdc_at")
+        .agg(F.max("_cdc_tp").alias("_cdc_t"))
     )
 
 

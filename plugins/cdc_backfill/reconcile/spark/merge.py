@@ -1,4 +1,4 @@
-"""DESIGN.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
+"""docs/design.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
     signal rows --windows()---------------------------------.
     log rows --typed_stream(columns)--> stream rows --------+--> merged_keys() --kept_keys()--> state

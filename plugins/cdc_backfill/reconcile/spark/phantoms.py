@@ -1,4 +1,4 @@
-"""The phantom rule (DESIGN.md §6 rule 7) on Spark: the start and done rows of snapshots among the
+"""The phantom rule (docs/design.md §6 rule 7) on Spark: the start and done rows of snapshots among the
 signal rows, and the state rows a finished snapshot removes (see ``cdc_backfill.reconcile.phantoms``)."""
 
 from __future__ import annotations

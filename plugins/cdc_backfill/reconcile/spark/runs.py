@@ -1,4 +1,4 @@
-"""One incremental reconcile run of one collection (DESIGN.md §6 rule 6), for the job entry point.
+"""One incremental reconcile run of one collection (docs/design.md §6 rule 6), for the job entry point.
 
 ``read_run`` is the I/O edge (the previous version, its carry and the READ chunks);
 :func:`reconcile_run` only transforms and counts.
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -20,7 +20,7 @@ from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows, log_sc
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import advance, decide, report
-from cdc_backfill.reconcile.runs import RunInput, next_meta
+from cdc_backfill.reconcile.runs import RunInput, RunMeta, next_meta
 from cdc_backfill.reconcile.spark.merge import (
     HAD_PREVIOUS,
     KEPT,
@@ -130,22 +130,61 @@ def reconcile_run(
     signal rows are a few per chunk) and the state's write, which counts the state as it goes. Runs
     with READ rows add a count of them and one of their judgement. Release the result once written.
     """
-    coll = run.collection
     spark = rows.sparkSession
+    new_rows, new_signals = new_input(run, rows, signals, frames)
+    totals = stream_totals(rows, signals, run.meta.position)
+    # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
+    touched_only = (
+        frames.reads is None
+        and frames.previous is not None
+        and totals["truncates"] == 0
+        and (frames.carry_rows is None or truncates(frames.carry_rows).isEmpty())
+    )
+    found = with_marks(windows(new_signals), new_signals, run.collection)
+    window_rows, marks = split_marks(found.collect())
+    # a local relation from here on: the judgement, the carry and the counts do not find them again
+    wins = spark.createDataFrame(window_rows, found.schema).drop(MARK)
+    parts = reconcile_parts(
+        new_rows, new_signals, frames.reads, columns, key, frames.previous,
+        # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
+        stream=typed_stream(new_rows, columns, key), wins=wins, touched_only=touched_only,
+        key_changes=totals["left_out"] > 0,
+    )  # fmt: skip
+    judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
+    snapshots = judge_snapshots(run, window_rows, marks, columns, key, position_of(totals["top"]), manifests)
+    state, counted = state_of(parts.keys, snapshots.removals)
+    counts = run_counts(totals, snapshots, frames.reads, judged, fresh, run.meta.position)
+    # nothing pending, nothing to carry: the next run then reads no carry at all
+    pending = snapshots.pending
+    carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
+    cached = (judged,) if judged is not None else ()
+    # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
+    meta = {**snapshots.meta.to_json(), "key": list(key)}
+    return RunResult(state, carried, counts, counted, meta, cached)
+
+
+def new_input(
+    run: RunInput, rows: DataFrame, signals: DataFrame, frames: RunFrames
+) -> tuple[DataFrame, DataFrame]:
+    """The log rows and signal rows after the state's position, with what the previous run carried."""
     new_rows = after_position(rows, run.meta.position)
     new_signals = after_position(signals, run.meta.position)
     if frames.carry_rows is not None and frames.carry_signals is not None:
         new_rows = new_rows.unionByName(frames.carry_rows)
         new_signals = new_signals.unionByName(frames.carry_signals)
-    reads, previous = frames.reads, frames.previous
-    is_new = newer_than(run.meta.position)
+    return new_rows, new_signals
+
+
+def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Row:
+    """One Spark job over the new log rows: the top position, the late events and the run's counts."""
+    is_new = newer_than(position)
     own = F.col("_cdc_own")
     seen = rows.select(POSITION, OP, UNCHANGED, F.lit(True).alias("_cdc_own")).unionByName(
         signals.select(
             POSITION, OP, F.lit(None).cast("array<string>").alias(UNCHANGED), F.lit(False).alias("_cdc_own")
         )
     )
-    totals = seen.agg(
+    return seen.agg(
         F.max(F.when(is_new, F.col(POSITION))).alias("top"),
         F.count_if(~is_new).alias("late"),
         F.count_if(is_new & F.col(OP).isin(*ROW_OPS) & own).alias("applied"),
@@ -155,49 +194,52 @@ def reconcile_run(
         # creates that left columns out: key changes of rows with an unchanged TOAST value
         F.count_if(is_new & (F.col(OP) == "c") & own & (F.size(UNCHANGED) > 0)).alias("left_out"),
     ).first()
-    # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
-    touched_only = (
-        reads is None
-        and previous is not None
-        and totals["truncates"] == 0
-        and (frames.carry_rows is None or truncates(frames.carry_rows).isEmpty())
-    )
-    found = with_marks(windows(new_signals), new_signals, coll)
-    window_rows, marks = split_marks(found.collect())
-    # a local relation from here on: the judgement, the carry and the counts do not find them again
-    wins = spark.createDataFrame(window_rows, found.schema).drop(MARK)
-    # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
-    stream = typed_stream(new_rows, columns, key)
-    parts = reconcile_parts(
-        new_rows,
-        new_signals,
-        reads,
-        columns,
-        key,
-        previous,
-        stream=stream,
-        wins=wins,
-        touched_only=touched_only,
-        key_changes=totals["left_out"] > 0,
-    )
-    judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
-    # by file, not by row: a chunk that read no rows (a range emptied by deletes or a truncate) still
-    # closes its window
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """What the run's windows say of the snapshots (§6 rule 7): the new version's meta, each snapshot's
+    track, the removals decided now, and the windows still waiting for their chunk."""
+
+    meta: RunMeta
+    tracks: dict[str, Any]
+    before: dict[str, Any]
+    removals: list[Any]
+    pending: list[Row]
+
+
+def judge_snapshots(
+    run: RunInput,
+    window_rows: list[Row],
+    marks: list[Row],
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    top: tuple[int, ...] | None,
+    manifests: Iterable[str],
+) -> Snapshots:
+    """The chunks judged now (by file, not by row: a chunk that read no rows, a range emptied by
+    deletes or a truncate, still closes its window), each snapshot's track advanced, and which finished
+    snapshots remove phantoms."""
     closed_ids = {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
     snapshot_of = {w["_cdc_chunk_id"]: w["_cdc_signal"] for w in window_rows}
     judged_by_snapshot = Counter(snapshot_of[c] for c in judged_now if snapshot_of.get(c))
     tracks = advance(run.meta.snapshots, marks, judged_by_snapshot)
     tracks, removals = decide(tracks, [c for c in columns if c.name in key])
-    meta = next_meta(run, judged_now, position_of(totals["top"]), tracks, manifests)
+    meta = next_meta(run, judged_now, top, tracks, manifests)
     decided = {s for s, t in tracks.items() if t.decided is not None}
     # a window of a decided snapshot without a chunk file never gets one (an engine crash between its
     # close and the landing): it is not carried any further
     pending = [
         w for w in window_rows
-        if w["_cdc_for"] == coll and w["_cdc_chunk_id"] not in meta.judged and w["_cdc_signal"] not in decided
+        if w["_cdc_for"] == run.collection and w["_cdc_chunk_id"] not in meta.judged
+        and w["_cdc_signal"] not in decided
     ]  # fmt: skip
-    keys = parts.keys
+    return Snapshots(meta, tracks, run.meta.snapshots, removals, pending)
+
+
+def state_of(keys: DataFrame, removals: list[Any]) -> tuple[DataFrame, Observation]:
+    """The kept keys as the new state, phantoms removed, observed so that its write counts its rows."""
     gone = phantom(removals)
     if gone is not None:
         keys = keys.withColumn(PHANTOM, F.col(KEPT) & gone).withColumn(KEPT, F.col(KEPT) & ~F.col(PHANTOM))
@@ -211,8 +253,21 @@ def reconcile_run(
             F.count_if(F.col(PHANTOM) if gone is not None else F.lit(False)).alias("phantoms"),
         )
     ).drop(PHANTOM)
+    return state, counted
+
+
+def run_counts(
+    totals: Row,
+    snapshots: Snapshots,
+    reads: DataFrame | None,
+    judged: DataFrame | None,
+    fresh: tuple[DataFrame, DataFrame] | None,
+    position: Any,
+) -> dict[str, Any]:
+    """The run summary's counts known before the state is written."""
     late = totals["late"]
     if fresh is not None:
+        is_new = newer_than(position)
         late = fresh[0].select(POSITION).unionByName(fresh[1].select(POSITION)).where(~is_new).count()
     reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0
@@ -222,6 +277,7 @@ def reconcile_run(
             F.count_if(F.col("_cdc_dropped")).alias("dropped"),
         ).first()
         kept, dropped = judgement["kept"], judgement["dropped"]
+    meta = snapshots.meta
     counts: dict[str, Any] = {
         "position": list(meta.position) if meta.position is not None else None,
         "events_applied": totals["applied"],
@@ -232,19 +288,15 @@ def reconcile_run(
         "reads_applied": kept,
         "reads_dropped": dropped,
         "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
-        "windows_pending": len(pending),
+        "windows_pending": len(snapshots.pending),
     }
-    before = run.meta.snapshots
-    said = report({s: t for s, t in tracks.items() if s not in before or before[s].decided is None})
-    if totals["stream_reads"] and not tracks:
+    before = snapshots.before
+    said = report({s: t for s, t in snapshots.tracks.items() if s not in before or before[s].decided is None})
+    if totals["stream_reads"] and not snapshots.tracks:
         said["debezium"] = (
             "no removal: the landing does not tell when the snapshot that sent READ events in the stream "
             "completed"
         )
     if said:
         counts["snapshots"] = said
-    cached = (judged,) if judged is not None else ()
-    # nothing pending, nothing to carry: the next run then reads no carry at all
-    carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
-    # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
-    return RunResult(state, carried, counts, counted, {**meta.to_json(), "key": list(key)}, cached)
+    return counts

@@ -165,8 +165,6 @@ def verify_collections(
             )
         except ExportError as exc:
             not_exact = str(exc)
-    if refresh is None and catch_up is not None:
-        refresh = lambda: catch_up(0)  # noqa: E731  (what passes a position brings the landing up to now)
     return verify_now(
         engine, landing, state_dir, collections, ranges, refresh=refresh,
         not_exact=not_exact or "no landing zone to read the stream from", signal_collection=signal_collection,
