@@ -18,7 +18,7 @@ from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, catalog_col
 from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.logs import setup_logging
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session
 
 log = logging.getLogger("cdc_backfill.ingest")
@@ -30,7 +30,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("inputs", nargs="*", type=Path)
     ap.add_argument("--catalog", action="store_true", help="type collections from the source's catalog")
     ap.add_argument("--column-types", type=Path)
-    ap.add_argument("--signal-table", default=DEFAULT_SIGNAL_COLLECTION)
+    ap.add_argument("--signal-table", default=DEFAULT_SIGNAL_TABLE)
     ap.add_argument("-v", "--verbose", action="store_true")
     return ap.parse_args(argv)
 

@@ -18,7 +18,7 @@ from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session
 
 log = logging.getLogger("cdc_backfill.reconcile")
@@ -31,7 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--collections", nargs="*")
     # --signal-collection: its earlier name, still taken (spark-submit arguments written by an older release)
     ap.add_argument(
-        "--signal-table", "--signal-collection", dest="signal_table", default=DEFAULT_SIGNAL_COLLECTION
+        "--signal-table", "--signal-collection", dest="signal_table", default=DEFAULT_SIGNAL_TABLE
     )
     ap.add_argument("--keep-versions", type=int, default=3)
     ap.add_argument(

@@ -11,7 +11,7 @@ from cdc_backfill.capture.debezium_config import (
     DebeziumConfigError,
     DebeziumSettings,
     connector_properties,
-    signal_collection,
+    signal_data_collection,
 )
 
 
@@ -35,11 +35,11 @@ def test_postgresql() -> None:
 
 
 def test_the_signal_table_is_named_the_way_each_connector_reads_it() -> None:
-    assert signal_collection("sqlserver", "dbo.cdc_signal", "app") == "app.dbo.cdc_signal"
-    assert signal_collection("oracle", "app.cdc_signal", "orclpdb1") == "ORCLPDB1.APP.CDC_SIGNAL"
-    assert signal_collection("mysql", "app.cdc_signal", "") == "app.cdc_signal"
+    assert signal_data_collection("sqlserver", "dbo.cdc_signal", "app") == "app.dbo.cdc_signal"
+    assert signal_data_collection("oracle", "app.cdc_signal", "orclpdb1") == "ORCLPDB1.APP.CDC_SIGNAL"
+    assert signal_data_collection("mysql", "app.cdc_signal", "") == "app.cdc_signal"
     with pytest.raises(DebeziumConfigError, match="silently ignored"):
-        signal_collection("postgresql", "app.public.cdc_signal", "app")
+        signal_data_collection("postgresql", "app.public.cdc_signal", "app")
 
 
 def test_other_connectors_keep_their_schema_history_in_the_landing_zone() -> None:

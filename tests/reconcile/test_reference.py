@@ -53,7 +53,7 @@ def read(chunk: str, k: Any, coll: str = T, **row: Any) -> ReadRow:
 
 
 def run(changes: list[Change], reads: Iterable[ReadRow] = (), **kw: Any) -> Result:
-    return reconcile(changes, reads, signal_collection=SIG, **kw)
+    return reconcile(changes, reads, signal_table=SIG, **kw)
 
 
 # --- windows -----------------------------------------------------------------------------------------
@@ -529,6 +529,6 @@ def test_unchanged_column_comes_from_a_read_dropped_by_the_same_update() -> None
         Change(sig, "c", ("w-close",), {"id": "w-close"}, (12, 1), window_id="w-close"),
     ]
     reads = [ReadRow("s.t", "w", (1,), {"id": 1, "amount": 4, "doc": "big"})]
-    result = reconcile(changes, reads, signal_collection=sig)
+    result = reconcile(changes, reads, signal_table=sig)
     assert result.reads_dropped == 1
     assert result.state["s.t"][(1,)] == {"id": 1, "amount": 5, "doc": "big"}

@@ -184,7 +184,7 @@ def judge(url: str, landing: Path, collections: list[str]) -> tuple[Result, dict
     types, keys = _types_and_keys(url, collections)
     changes = stream_changes(landing, types, keys) + log_changes(landing, types, keys)  # either landing
     reads = [r for coll in collections for r in read_rows(landing, coll, types[coll], keys[coll])]
-    result = reconcile(changes, reads, signal_collection=SIGNAL)
+    result = reconcile(changes, reads, signal_table=SIGNAL)
     source = {coll: source_state(url, coll, keys[coll]) for coll in collections}
     return result, source
 

@@ -173,11 +173,11 @@ def _check(change: Change) -> None:
         raise ValueError(f"{change.op!r} event without a collection at {change.position}")
 
 
-def _in_state(change: Change, signal_collection: str | None) -> bool:
+def _in_state(change: Change, signal_table: str | None) -> bool:
     """Row events and truncates reach the state; m/h do not, nor the signal table when named."""
     if change.op not in ROW_OPS and change.op != "t":
         return False
-    return signal_collection is None or change.collection != signal_collection
+    return signal_table is None or change.collection != signal_table
 
 
 def _touch(change: Change) -> Touch:
@@ -324,19 +324,19 @@ def reconcile(
     reads: Iterable[ReadRow],
     previous: Mapping[str, Mapping[Key, Row]] | None = None,
     *,
-    signal_collection: str | None = None,
+    signal_table: str | None = None,
     open_windows: Mapping[str, Window] | None = None,
 ) -> Result:
     """docs/design.md §6 over one run: ``previous`` state + ``changes`` + landed ``reads`` -> new state.
 
-    ``signal_collection``: the signal table's collection, kept out of the state (None keeps every
+    ``signal_table``: the signal table's collection, kept out of the state (None keeps every
     collection). ``open_windows``: the previous run's ``Result.open_windows`` (see the module doc).
     """
     changes = list(changes)
     for change in changes:
         _check(change)
     windows = _find_windows(changes, open_windows or {})
-    stream = [(i, c) for i, c in enumerate(changes) if _in_state(c, signal_collection)]
+    stream = [(i, c) for i, c in enumerate(changes) if _in_state(c, signal_table)]
     index = _StreamIndex(c for _, c in stream)
     sorted_reads = _sort_reads(reads, windows, index)
     state, deleted = _build_state(

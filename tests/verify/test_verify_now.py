@@ -47,7 +47,7 @@ def test_a_clean_state_never_differs_and_a_changed_row_does(spark, fresh_db: str
             [done] = verify_collections(
                 url, engine, state, ["public.orders"], 16, landing=landing, catch_up=None,
                 refresh=lambda: drain_landing(url, landing, slot), not_exact="as a Debezium landing",
-                signal_collection="public.cdc_signal",
+                signal_table="public.cdc_signal",
             )  # fmt: skip
             return done.report
 

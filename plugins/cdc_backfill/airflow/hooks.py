@@ -100,7 +100,7 @@ class SourceSignals:
         """(the signal resolved against the catalog, the signal table's collection name); nothing written.
         Raises SignalError when the signal would be refused."""
         with self._store() as store:
-            return store.check(signal), store.signal_collection
+            return store.check(signal), store.signal_table
 
     def send_signal(self, signal: Signal) -> tuple[ValidatedSignal, bool]:
         """(resolved signal, sent now). A signal whose id is already in the signal table (a retry of the
@@ -225,10 +225,10 @@ class CdcSourceHook(SourceSignals, BaseHook):
     def debezium_settings(self, landing: Path):  # type: ignore[no-untyped-def]
         """Debezium's connector for this source, landing into ``landing``: every table, this signal table."""
         from cdc_backfill.capture.debezium_config import DebeziumSettings
-        from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+        from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
         url = self.require_source_url()
-        return DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_COLLECTION, Path(landing))
+        return DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_TABLE, Path(landing))
 
     def ensure_capture(
         self,

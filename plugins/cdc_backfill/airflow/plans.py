@@ -148,14 +148,14 @@ def stop_signal(signal_id: str, collections: Sequence[str] = ()) -> Signal:
 
 
 def reconcile_submit(
-    landing: str, state: str, collections: Sequence[str], signal_collection: str, ingest: bool = False
+    landing: str, state: str, collections: Sequence[str], signal_table: str, ingest: bool = False
 ) -> tuple[str, list[str]]:
     """(application, application arguments) for SparkSubmitOperator, cut from the project's one
     spark-submit command line (``cdc_backfill.spark.submit.reconcile_command``) so that both stay equal.
     ``ingest``: the landing receives JSON batches (``capture debezium``), ingested in the same job."""
     cmd = reconcile_command(landing, state, list(collections), ingest=ingest)
     at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))
-    return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_collection]
+    return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_table]
 
 
 # ---------------------------------------------------------------- the stream and its fences

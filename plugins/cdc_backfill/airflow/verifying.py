@@ -36,7 +36,7 @@ def verify_collections(
     from pyspark.sql import SparkSession
 
     from cdc_backfill.capture.catch_up import reach
-    from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+    from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.verify.compare import render
     from cdc_backfill.verify.spark.at_position import verify_collections as verify_here
@@ -48,7 +48,7 @@ def verify_collections(
     try:
         done = verify_here(
             url, engine, Path(state_dir), collections, ranges, landing=landing, catch_up=ways.catch_up,
-            refresh=ways.refresh, not_exact=ways.not_exact, signal_collection=signal_table or DEFAULT_SIGNAL_COLLECTION, master=master,
+            refresh=ways.refresh, not_exact=ways.not_exact, signal_table=signal_table or DEFAULT_SIGNAL_TABLE, master=master,
         )  # fmt: skip
         for item in done:
             report = item.report

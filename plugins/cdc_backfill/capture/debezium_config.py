@@ -120,7 +120,7 @@ def drain_command(
     return [*program, "capture", "debezium", *source, "--landing", landing, *sig, "--drain", *until]
 
 
-def signal_collection(connector: str, signal_table: str, database: str) -> str:
+def signal_data_collection(connector: str, signal_table: str, database: str) -> str:
     """``signal.data.collection`` as the connector reads it; refuses a name it would ignore."""
     parts = signal_table.split(".")
     if connector == "postgresql":
@@ -172,7 +172,7 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "snapshot.mode": "no_data",  # `never` was removed in 3.x; snapshots come from signals
         "signal.enabled.channels": "source",
         # Oracle names tables by their pluggable database when the connector is given one
-        "signal.data.collection": signal_collection(
+        "signal.data.collection": signal_data_collection(
             connector, s.signal_table, s.extra.get("database.pdb.name", database)
         ),
         "incremental.snapshot.chunk.size": str(s.chunk_size),

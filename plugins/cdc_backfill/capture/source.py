@@ -52,7 +52,7 @@ def set_up_source(
             forget_binding(conn, slot, store.schema)  # the name is free for this landing
         source = check_binding(conn, landing, slot, store.schema)
         tables = [t for t in list_tables(conn) if t.collection not in bookkeeping]
-        chosen, warnings = choose_tables(tables, patterns, [store.signal_collection])
+        chosen, warnings = choose_tables(tables, patterns, [store.signal_table])
         added = ensure_publication(conn, publication, chosen)
         created = ensure_slot(conn, slot)
         record_binding(conn, landing, slot, store.schema, source)

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -38,7 +38,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     Path(args.landing).mkdir(parents=True, exist_ok=True)
     cmd = ingest_command(
         args.landing, [str(Path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
-        column_types=args.column_types, signal_collection=args.signal_table, verbose=args.verbose,
+        column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose,
     )  # fmt: skip
     if args.print_command:
         print(shlex.join(cmd))
@@ -82,7 +82,7 @@ def add_ingest_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     ing.add_argument("--column-types", metavar="FILE", help="JSON: each collection's key and column types")
     ing.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    ing.add_argument("--signal-table", default=DEFAULT_SIGNAL_COLLECTION, metavar="SCHEMA.TABLE",
+    ing.add_argument("--signal-table", default=DEFAULT_SIGNAL_TABLE, metavar="SCHEMA.TABLE",
                      help="the signal table (default public.cdc_signal)")  # fmt: skip
     ing.add_argument(
         "--print-command", action="store_true", help="print the spark-submit command, run nothing"

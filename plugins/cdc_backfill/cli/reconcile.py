@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 
 def _cmd_reconcile(args: argparse.Namespace) -> int:
@@ -37,7 +37,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
             return 0
     cmd = reconcile_command(
         args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
-        signal_collection=args.signal_table,
+        signal_table=args.signal_table,
     )  # fmt: skip
     if args.print_command:
         print(shlex.join(cmd))
@@ -63,14 +63,14 @@ def _nothing_new(args: argparse.Namespace) -> bool:
     return True
 
 
-def unknown_collections(landing: Path, asked: list[str], signal_collection: str) -> str | None:
+def unknown_collections(landing: Path, asked: list[str], signal_table: str) -> str | None:
     """Why some of the ``--collections`` asked for are not in the landing zone (with the closest names),
     before any Spark starts; None when all are."""
     import difflib
 
     from cdc_backfill.reconcile.columns import landed_collections
 
-    held = landed_collections(landing, signal_collection)
+    held = landed_collections(landing, signal_table)
     missing = [c for c in asked if c not in held]
     if not missing:
         return None
@@ -153,7 +153,7 @@ def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
     rec.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     rec.add_argument(
         "--signal-table",
-        default=DEFAULT_SIGNAL_COLLECTION,
+        default=DEFAULT_SIGNAL_TABLE,
         metavar="SCHEMA.TABLE",
         help="the signal table whose watermarks bound the windows (default public.cdc_signal)",
     )

@@ -76,8 +76,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
     verb = "would write" if args.dry_run else "written"
     targets = ", ".join(validated.collections)
     print(
-        f"{signal.type} {signal.id} {verb} to {store.signal_collection}"
-        + (f" for {targets}" if targets else "")
+        f"{signal.type} {signal.id} {verb} to {store.signal_table}" + (f" for {targets}" if targets else "")
     )
     print(f"data: {signal.data_json()}")
     return 0
@@ -117,9 +116,7 @@ def _cmd_reread(args: argparse.Namespace) -> int:
             print(f"refused: {exc}", file=sys.stderr)
             return 2
         verb = "would write" if args.dry_run else "written"
-        print(
-            f"execute-snapshot {sig.id} {verb} to {store.signal_collection} for {coll}: {reread_filter(sig)}"
-        )
+        print(f"execute-snapshot {sig.id} {verb} to {store.signal_table} for {coll}: {reread_filter(sig)}")
     if not args.dry_run:
         print("the snapshot engine reads those keys; reconcile afterwards and the rows are complete")
     return 0

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.layout import CURRENT, collection_dir
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _verify_at_position(args: argparse.Namespace, url: str) -> tuple[SourceSide,
     try:
         [done] = verify_collections(
             url, engine, state, [args.collection], args.ranges, landing=landing, catch_up=ways.catch_up,
-            refresh=ways.refresh, not_exact=ways.not_exact, signal_collection=args.signal_table or DEFAULT_SIGNAL_COLLECTION,
+            refresh=ways.refresh, not_exact=ways.not_exact, signal_table=args.signal_table or DEFAULT_SIGNAL_TABLE,
             master=args.master,
         )  # fmt: skip
     except (VerifyError, CaptureError, LandingError) as exc:

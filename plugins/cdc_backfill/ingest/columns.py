@@ -129,20 +129,20 @@ class ColumnSources:
     def __init__(
         self,
         landing: Path,
-        signal_collection: str,
+        signal_table: str,
         source: Callable[[str], Described | None] | None = None,
         given: dict[str, Described] | None = None,
         wrapped: dict[str, Described] | None = None,
     ) -> None:
         self.landing = Path(landing)
-        self.signal_collection = signal_collection
+        self.signal_table = signal_table
         self.source = source
         self.given = given or {}
         self.wrapped = wrapped or {}
 
     def with_wrapped(self, wrapped: dict[str, Described]) -> ColumnSources:
         """The same sources, with what the parsed records' wrappers say first."""
-        return ColumnSources(self.landing, self.signal_collection, self.source, self.given, wrapped)
+        return ColumnSources(self.landing, self.signal_table, self.source, self.given, wrapped)
 
     def find(self, collection: str) -> Described | None:
         if collection in self.wrapped:
@@ -154,7 +154,7 @@ class ColumnSources:
         found = self.source(collection) if self.source is not None else None
         if found is None:
             found = self.given.get(collection)
-        if found is None and collection == self.signal_collection:
+        if found is None and collection == self.signal_table:
             found = SIGNAL_COLUMNS
         return found
 
@@ -162,7 +162,7 @@ class ColumnSources:
         """Keys known before reading any event (the parser needs them for records without a Kafka key):
         the landing's collections and the file's."""
         keys = {c: key for c, (_, key) in self.given.items()}
-        for coll in landed_collections(self.landing, self.signal_collection):
+        for coll in landed_collections(self.landing, self.signal_table):
             found = self.find(coll)
             if found is not None:
                 keys[coll] = found[1]

@@ -12,7 +12,7 @@ from cdc_backfill.layout import LOG_DIR, SCHEMA_DIR, SNAPSHOT_DIR, log_schema_fi
 from cdc_backfill.pgtypes import PgColumn
 
 
-def landed_collections(landing: Path, signal_collection: str) -> list[str]:
+def landed_collections(landing: Path, signal_table: str) -> list[str]:
     """Collections the landing zone has chunks, a log or schemas for (the signal table left out)."""
     names: set[str] = set()
     logged = landing / LOG_DIR
@@ -24,7 +24,7 @@ def landed_collections(landing: Path, signal_collection: str) -> list[str]:
     schemas = landing / SCHEMA_DIR
     if schemas.is_dir():
         names |= {p.name[: -len(".json")] for p in schemas.glob("*.json")}
-    names.discard(signal_collection)
+    names.discard(signal_table)
     return sorted(names)
 
 

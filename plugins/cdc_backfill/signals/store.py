@@ -54,10 +54,10 @@ class SignalStore:
         self.signal, self.status = signal_tables(self.schema, name)
 
     def __repr__(self) -> str:
-        return f"SignalStore({mask_url(self.url)}, {self.signal_collection})"
+        return f"SignalStore({mask_url(self.url)}, {self.signal_table})"
 
     @property
-    def signal_collection(self) -> str:
+    def signal_table(self) -> str:
         return collection_name(self.schema or "", self.signal.name) if self.schema else self.signal.name
 
     @property

@@ -21,7 +21,7 @@ SIGNAL_TABLE = "cdc_signal"
 PROGRESS_TABLE = "cdc_snapshot_progress"
 STATUS_TABLE = "cdc_signal_status"
 DEFAULT_SCHEMAS = {"postgresql": "public", "mssql": "dbo"}  # Oracle and MySQL: the connection's own
-DEFAULT_SIGNAL_COLLECTION = f"public.{SIGNAL_TABLE}"  # where PostgreSQL users find it unless told
+DEFAULT_SIGNAL_TABLE = f"public.{SIGNAL_TABLE}"  # where PostgreSQL users find it unless told
 
 DIALECTS: dict[str, sa.engine.Dialect] = {
     "postgresql": postgresql.dialect(),

@@ -26,7 +26,7 @@ def reconcile_command(
     conf: dict[str, str] | None = None,
     spark_submit: str = "spark-submit",
     verbose: bool = False,
-    signal_collection: str | None = None,
+    signal_table: str | None = None,
     ingest: bool = False,
 ) -> list[str]:
     job = project_root() / "spark_jobs" / "reconcile.py"
@@ -36,8 +36,8 @@ def reconcile_command(
     cmd += [str(job), "--landing", landing, "--state", state]
     if collections:
         cmd += ["--collections", *collections]
-    if signal_collection:
-        cmd += ["--signal-table", signal_collection]
+    if signal_table:
+        cmd += ["--signal-table", signal_table]
     if ingest:
         cmd.append("--ingest")
     if verbose:
@@ -51,7 +51,7 @@ def ingest_command(
     master: str = "local[*]",
     catalog: bool = False,
     column_types: str | None = None,
-    signal_collection: str | None = None,
+    signal_table: str | None = None,
     spark_submit: str = "spark-submit",
     verbose: bool = False,
 ) -> list[str]:
@@ -62,8 +62,8 @@ def ingest_command(
         cmd.append("--catalog")
     if column_types:
         cmd += ["--column-types", column_types]
-    if signal_collection:
-        cmd += ["--signal-table", signal_collection]
+    if signal_table:
+        cmd += ["--signal-table", signal_table]
     if verbose:
         cmd.append("--verbose")
     return cmd

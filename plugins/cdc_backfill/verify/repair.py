@@ -85,4 +85,4 @@ def send_repair(
         store.send(repair.signal)
     finally:
         store.engine.dispose()
-    return repair, store.signal_collection
+    return repair, store.signal_table

@@ -33,7 +33,7 @@ def test_submit_command_is_plain_data() -> None:
 
 def test_submit_command_with_detail_leaves_spark_its_own_log(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CDC_BACKFILL_SPARK_LOG_LEVEL", "INFO")
-    cmd = reconcile_command("lake/", "state/", verbose=True, signal_collection="ops.signals")
+    cmd = reconcile_command("lake/", "state/", verbose=True, signal_table="ops.signals")
     java_options = cmd[cmd.index("--driver-java-options") + 1] if "--driver-java-options" in cmd else ""
     assert "log4j2" not in java_options  # (Spark's class archive may be there: spark.classes)
     assert cmd[-3:] == ["--signal-table", "ops.signals", "--verbose"]

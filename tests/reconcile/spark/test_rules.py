@@ -100,7 +100,7 @@ def reference_state(events: list[dict], reads: list[dict]) -> dict:
     rows = [
         ReadRow(COLL, r["_cdc_chunk_id"], (r["id"],), {k: r[k] for k in ("id", "v", "big")}) for r in reads
     ]
-    return reconcile(changes, rows, signal_collection=SIG).state.get(COLL, {})
+    return reconcile(changes, rows, signal_table=SIG).state.get(COLL, {})
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -60,7 +60,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
             request = plans.SnapshotRequest.from_form({f: getattr(self, f) for f in plans.FORM_FIELDS})
             signal = request.signal(new_signal_id())
             self.log.info("source: %s", hook.describe())
-            validated, signal_collection = hook.check_signal(signal)
+            validated, signal_table = hook.check_signal(signal)
         except (SignalError, ValueError, SourceNotConfigured) as exc:
             raise refuse(exc) from exc
         for plan in validated.plans:
@@ -71,7 +71,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
         for path in (request.landing_dir, request.state_dir):
             Path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
         application, args = plans.reconcile_submit(
-            request.landing_dir, request.state_dir, validated.collections, signal_collection,
+            request.landing_dir, request.state_dir, validated.collections, signal_table,
             ingest=request.capture == "debezium",
         )  # fmt: skip
         return {

@@ -82,9 +82,9 @@ def as_log_rows(
     return ev.select(*_meta(ev, ts), *values)
 
 
-def as_signal_rows(events: DataFrame, signal_collection: str, ts: bool = False) -> DataFrame:
+def as_signal_rows(events: DataFrame, signal_table: str, ts: bool = False) -> DataFrame:
     """The signal collection's canonical events as log rows (``id`` from the key, as a delete has it)."""
-    ev = events.where(F.col("collection") == signal_collection)
+    ev = events.where(F.col("collection") == signal_table)
     return ev.select(
         *_meta(ev, ts),
         F.coalesce(F.get_json_object("key", "$.id"), F.get_json_object("after", "$.id")).alias("id"),

@@ -94,11 +94,11 @@ def wrapped_descriptions(parsed: DataFrame) -> dict[str, Described]:
 
 
 def log_file_rows(
-    parsed: DataFrame, collection: str, described: Described, signal_collection: str, names: Sequence[str]
+    parsed: DataFrame, collection: str, described: Described, signal_table: str, names: Sequence[str]
 ) -> DataFrame:
     """One collection's events as the rows of its log files, columns in the file's order."""
     events = parsed.where(F.col("quarantine_reason").isNull())
-    if collection == signal_collection:
+    if collection == signal_table:
         rows = as_signal_rows(events, collection, ts=True)
     else:
         columns, key = described
@@ -133,9 +133,7 @@ def ingest_files(
     totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     described = described_collections(parsed, sources, totals)
     stage = staging_dir(landing) / run
-    written = write_collections(
-        parsed, landing, stage, run, described, sources.signal_collection, totals, summary
-    )
+    written = write_collections(parsed, landing, stage, run, described, sources.signal_table, totals, summary)
     summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
     if summary["quarantined"]:
         summary["quarantine"] = quarantine(parsed, landing, run, summary["quarantined"])
@@ -196,7 +194,7 @@ def write_collections(
     stage: Path,
     run: str,
     described: dict[str, Any],
-    signal_collection: str,
+    signal_table: str,
     totals: dict[Any, Any],
     summary: dict[str, Any],
 ) -> list[str]:
@@ -210,7 +208,7 @@ def write_collections(
         names = version.arrow_schema().names
         t0 = time.time()
         out = stage / collection
-        log_file_rows(parsed, collection, described[collection], signal_collection, names).write.option(
+        log_file_rows(parsed, collection, described[collection], signal_table, names).write.option(
             "compression", "zstd"
         ).parquet(str(out))
         named = name_files(out, target, run, start=len(written))

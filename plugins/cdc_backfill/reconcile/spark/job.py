@@ -31,7 +31,7 @@ from cdc_backfill.reconcile.columns import collection_columns, landed_collection
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
 from cdc_backfill.reconcile.spark.state import current_path, write_version
-from cdc_backfill.signals.tables import DEFAULT_SIGNAL_COLLECTION
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import size_shuffle
 
 log = logging.getLogger("cdc_backfill.reconcile")
@@ -46,7 +46,7 @@ def reconcile_landing(
     landing: str | Path,
     state: str | Path,
     collections: Sequence[str] | None = None,
-    signal_collection: str = DEFAULT_SIGNAL_COLLECTION,
+    signal_table: str = DEFAULT_SIGNAL_TABLE,
     keep_versions: int = 3,
     parallel: int = 2,
 ) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def reconcile_landing(
     into the log yet."""
     landing, state_dir = Path(landing), Path(state)
     started = time.time()
-    runs = planned_runs(landing, state_dir, collections, signal_collection)
+    runs = planned_runs(landing, state_dir, collections, signal_table)
     # the roll manifests after a position: read once for all collections whose state is there
     manifests: dict[tuple[int, ...] | None, LandedLog] = {}
     for r, _, _ in runs:
@@ -67,7 +67,7 @@ def reconcile_landing(
     def run_one(item: tuple[RunInput, Any, Any]) -> tuple[str, dict[str, Any]]:
         r, columns, key = item
         return r.collection, reconcile_one(
-            spark, landing, state_dir, r, columns, key, manifests[r.meta.position], signal_collection,
+            spark, landing, state_dir, r, columns, key, manifests[r.meta.position], signal_table,
             keep_versions,
         )  # fmt: skip
 
@@ -85,7 +85,7 @@ def reconcile_landing(
 
 
 def planned_runs(
-    landing: Path, state_dir: Path, collections: Sequence[str] | None, signal_collection: str
+    landing: Path, state_dir: Path, collections: Sequence[str] | None, signal_table: str
 ) -> list[tuple[RunInput, Any, Any]]:
     """Each collection's run with its columns and key; LandingError for a landing that cannot be
     reconciled as given."""
@@ -96,7 +96,7 @@ def planned_runs(
     unmoved = unmoved_json_reason(landing)
     if unmoved:
         raise LandingError(unmoved)
-    names = list(collections) if collections else landed_collections(landing, signal_collection)
+    names = list(collections) if collections else landed_collections(landing, signal_table)
     untyped, runs = [], []
     for coll in names:
         try:
@@ -124,19 +124,19 @@ def reconcile_one(
     columns: Any,
     key: Any,
     landed: LandedLog,
-    signal_collection: str,
+    signal_table: str,
     keep_versions: int,
 ) -> dict[str, Any]:
     """One collection's run, written as its next state version; its summary."""
     t0 = time.time()
     log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
-    rows, signals = run_rows(spark, landing, r, columns, key, signal_collection, landed.files)
+    rows, signals = run_rows(spark, landing, r, columns, key, signal_table, landed.files)
     unread = landed.unread(r.meta)
     # some read by the previous run too: only the others can hold late events
     fresh = None
     if len(unread.manifests) < len(landed.manifests):
-        fresh = run_rows(spark, landing, r, columns, key, signal_collection, unread.files)
-    frames = read_run(spark, r, columns, key, signal_collection)
+        fresh = run_rows(spark, landing, r, columns, key, signal_table, unread.files)
+    frames = read_run(spark, r, columns, key, signal_table)
     result = reconcile_run(r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests)
     log.info("%s: writing the state", r.collection)
     write_version(
@@ -172,13 +172,13 @@ def run_rows(
     run: RunInput,
     columns: Any,
     key: Any,
-    signal_collection: str,
+    signal_table: str,
     log_files: list[str],
 ) -> tuple[Any, Any]:
     """The collection's and the signal collection's log rows in ``log_files`` (those of rolls landed
     after the state's position); an empty frame where there are none."""
     out = []
-    for coll, target in ((run.collection, log_schema(columns)), (signal_collection, signal_schema())):
+    for coll, target in ((run.collection, log_schema(columns)), (signal_table, signal_schema())):
         paths = collection_log_files(landing, coll, log_files)
         if not paths:
             out.append(spark.createDataFrame([], target))

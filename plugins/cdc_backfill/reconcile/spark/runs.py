@@ -52,7 +52,7 @@ def read_run(
     run: RunInput,
     columns: Sequence[PgColumn],
     key: Sequence[str],
-    signal_collection: str,
+    signal_table: str,
 ) -> RunFrames:
     """The previous version, its carry and the READ chunks not judged yet. A version written before
     positions were keys (``array<decimal(38,0)>``) and carries were log rows is read converted."""
@@ -65,7 +65,7 @@ def read_run(
         else:  # canonical events
             old = with_position_keys(spark.read.parquet(str(run.carry)), "position")
             carry_rows = as_log_rows(old, run.collection, columns, key)
-            carry_signals = as_signal_rows(old, signal_collection)
+            carry_signals = as_signal_rows(old, signal_table)
     if run.previous:
         schema = spark_schema_of(run.previous)
         reader = spark.read.schema(schema) if schema is not None else spark.read

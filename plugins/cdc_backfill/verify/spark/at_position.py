@@ -59,7 +59,7 @@ def state_at(
     state_dir: Path,
     collection: str,
     position: int | None,
-    signal_collection: str,
+    signal_table: str,
 ) -> tuple[DataFrame, Callable[[], None]]:
     """The collection's state advanced to P (None: over everything landed), and what releases what
     computing it cached."""
@@ -68,13 +68,13 @@ def state_at(
         raise VerifyError(no_state_reason(state_dir, collection))
     run = plan_run(landing, collection, previous.resolve())
     if position is None:
-        return _advanced(spark, landing, run, collection, signal_collection, None)
+        return _advanced(spark, landing, run, collection, signal_table, None)
     if run.meta.position is not None and run.meta.position >= (position,):
         raise VerifyError(
             f"{collection}: the state is past the position verify read the source at (a reconcile ran "
             "meanwhile): verify again"
         )
-    return _advanced(spark, landing, run, collection, signal_collection, position)
+    return _advanced(spark, landing, run, collection, signal_table, position)
 
 
 def _advanced(
@@ -82,13 +82,13 @@ def _advanced(
     landing: Path,
     run: RunInput,
     collection: str,
-    signal_collection: str,
+    signal_table: str,
     position: int | None,
 ) -> tuple[DataFrame, Callable[[], None]]:
     columns, key = collection_columns(landing, collection)
     files = landed_log_files(landing, run.meta.position).files
-    rows, signals = run_rows(spark, landing, run, columns, key, signal_collection, files)
-    frames = read_run(spark, run, columns, key, signal_collection)
+    rows, signals = run_rows(spark, landing, run, columns, key, signal_table, files)
+    frames = read_run(spark, run, columns, key, signal_table)
     if position is not None:
         rows, signals = rows.where(before(position)), signals.where(before(position))
     result = reconcile_run(run, rows, signals, frames, columns, key)
@@ -103,7 +103,7 @@ def verify_at_position(
     collections: Sequence[str],
     ranges: int,
     catch_up: Callable[[int], None],
-    signal_collection: str,
+    signal_table: str,
     master: str = "local[*]",
 ) -> list[AtPosition]:
     """Each collection's report, the source and the state both as of one exported position."""
@@ -123,7 +123,7 @@ def verify_at_position(
     out = []
     try:
         for coll in collections:
-            state, release = state_at(spark, landing, state_dir, coll, snapshot.position, signal_collection)
+            state, release = state_at(spark, landing, state_dir, coll, snapshot.position, signal_table)
             try:
                 report = compare_frame(state, sources[coll])
             finally:
@@ -147,7 +147,7 @@ def verify_collections(
     catch_up: Callable[[int], None] | None,
     refresh: Callable[[], None] | None = None,
     not_exact: str | None = None,
-    signal_collection: str,
+    signal_table: str,
     master: str = "local[*]",
 ) -> list[AtPosition]:
     """What the CLI, the DAG's verify task and the repair call: at one position when there is a way to
@@ -161,12 +161,12 @@ def verify_collections(
     if catch_up is not None and landing is not None:
         try:
             return verify_at_position(
-                url, engine, landing, state_dir, collections, ranges, catch_up, signal_collection, master
+                url, engine, landing, state_dir, collections, ranges, catch_up, signal_table, master
             )
         except ExportError as exc:
             not_exact = str(exc)
     return verify_now(
         engine, landing, state_dir, collections, ranges, refresh=refresh,
-        not_exact=not_exact or "no landing zone to read the stream from", signal_collection=signal_collection,
+        not_exact=not_exact or "no landing zone to read the stream from", signal_table=signal_table,
         master=master,
     )  # fmt: skip

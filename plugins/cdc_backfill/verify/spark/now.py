@@ -36,7 +36,7 @@ def _state_stats(
     state_dir: Path,
     collection: str,
     source: SourceSide,
-    signal_collection: str,
+    signal_table: str,
 ) -> dict[int, RangeStats]:
     """The state's count and hash per range: advanced over the landed stream when there is a landing,
     else as its last reconcile wrote it."""
@@ -49,8 +49,8 @@ def _state_stats(
         from cdc_backfill.ingest.columns import ColumnSources
         from cdc_backfill.ingest.spark.job import ingest_landing
 
-        ingest_landing(spark, landing, None, ColumnSources(landing, signal_collection))
-    state, release = state_at(spark, landing, state_dir, collection, None, signal_collection)
+        ingest_landing(spark, landing, None, ColumnSources(landing, signal_table))
+    state, release = state_at(spark, landing, state_dir, collection, None, signal_table)
     try:
         return frame_stats(state, source)
     finally:
@@ -66,7 +66,7 @@ def verify_now(
     *,
     refresh: Callable[[], None] | None,
     not_exact: str,
-    signal_collection: str,
+    signal_table: str,
     master: str = "local[*]",
     rounds: int = ROUNDS,
 ) -> list[AtPosition]:
@@ -85,7 +85,7 @@ def verify_now(
             source = read_source(engine, coll, ranges)
 
             def state(s: SourceSide = source, c: str = coll) -> dict[int, RangeStats]:
-                return _state_stats(spark, landing, state_dir, c, s, signal_collection)
+                return _state_stats(spark, landing, state_dir, c, s, signal_table)
 
             table = source.table
             report = compare(coll, [k.name for k in table.key], source.ranges, source.stats, state())
