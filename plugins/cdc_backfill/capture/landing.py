@@ -35,6 +35,7 @@ from cdc_backfill.capture.sinks import (
     RelationSchema,
     SinkOptions,
     TxnState,
+    WriterSink,
 )
 from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.files import fsync_dir, write_atomically
@@ -137,7 +138,7 @@ class LandingWriter:
         self._fh = None
 
 
-class JsonLinesSink:
+class JsonLinesSink(WriterSink):
     """The capture's JSON-lines sink (a ``capture.sinks.CaptureSink``): each event a line as Debezium
     writes it (``capture.lines``) in the stream files of a :class:`LandingWriter`, each table's schema
     document beside them (docs/design.md §8). A logical decoding message is an event of its own."""
@@ -227,20 +228,3 @@ class JsonLinesSink:
             txid=st.xid if m.transactional else None, commit_lsn=commit, lsn=lsn,
         )  # fmt: skip
         self.writer.write(line, commit, lsn)
-
-    def commit(self, end_lsn: int) -> None:
-        self.writer.commit_done(end_lsn)
-
-    @property
-    def due(self) -> bool:
-        return self.writer.due
-
-    def roll(self) -> int:
-        return self.writer.roll()
-
-    @property
-    def files_written(self) -> int:
-        return self.writer.files_written
-
-    def abandon(self) -> None:
-        self.writer.abandon()

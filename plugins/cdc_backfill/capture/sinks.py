@@ -135,3 +135,28 @@ class CaptureSink(Protocol):
     def abandon(self) -> None:
         """Drop what is not landed (it was not confirmed: it comes again)."""
         ...
+
+
+class WriterSink:
+    """What both sinks hand to their file writer as it is (``writer``, made by ``open``): the end of a
+    transaction, whether a roll is due, the roll itself, the files written, and abandoning what was not
+    rolled."""
+
+    writer: Any
+
+    def commit(self, end_lsn: int) -> None:
+        self.writer.commit_done(end_lsn)
+
+    @property
+    def due(self) -> bool:
+        return self.writer.due
+
+    def roll(self) -> int:
+        return self.writer.roll()
+
+    @property
+    def files_written(self) -> int:
+        return self.writer.files_written
+
+    def abandon(self) -> None:
+        self.writer.abandon()

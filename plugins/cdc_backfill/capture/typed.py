@@ -26,6 +26,7 @@ from cdc_backfill.capture.sinks import (
     RelationSchema,
     SinkOptions,
     TxnState,
+    WriterSink,
 )
 from cdc_backfill.eventlog.schema import LogVersion
 from cdc_backfill.eventlog.store import describe
@@ -55,7 +56,7 @@ class LogRelation:
         self.encode = self.encode_insert = tuple_csv
 
 
-class TypedLogSink:
+class TypedLogSink(WriterSink):
     """The capture's typed event log sink (a ``capture.sinks.CaptureSink``): events buffered per
     collection by a ``LogWriter``, landed at each roll."""
 
@@ -126,23 +127,6 @@ class TypedLogSink:
         # not an event: only the position it stands at, so that the landed position passes it (the
         # Airflow sensor's fence is such a message, in a transaction of its own)
         self.writer.advance((commit, lsn))
-
-    def commit(self, end_lsn: int) -> None:
-        self.writer.commit_done(end_lsn)
-
-    @property
-    def due(self) -> bool:
-        return self.writer.due
-
-    def roll(self) -> int:
-        return self.writer.roll()
-
-    @property
-    def files_written(self) -> int:
-        return self.writer.files_written
-
-    def abandon(self) -> None:
-        self.writer.abandon()
 
 
 class TypedPostgresCapture(PostgresCapture):
