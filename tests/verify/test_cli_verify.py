@@ -39,7 +39,7 @@ def test_help_shows_every_option_with_an_example() -> None:
     flags = [f for a in _verify_parser()._actions for f in a.option_strings if f not in ("-h", "--help")]
     assert set(flags) == {
         "--source", "--state", "--collection", "--ranges", "--repair", "--signal-table", "--json", "--master",
-        "--landing", "--wait",
+        "--landing", "--wait", "--rechecks",
     }  # fmt: skip
     examples = [line for line in VERIFY_EPILOG.splitlines() if line.strip().startswith("cdc-backfill verify")]
     for flag in flags:
@@ -74,6 +74,23 @@ def test_refusals_before_anything_runs(tmp_path: Path, capsys) -> None:  # type:
         == 2
     )
     assert "--ranges must be between 1 and 1,000" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "verify",
+                "--source",
+                url,
+                "--state",
+                str(tmp_path),
+                "--collection",
+                "public.t",
+                "--rechecks",
+                "0",
+            ]
+        )
+        == 2
+    )
+    assert "--rechecks must be between 1 and 10, not 0" in capsys.readouterr().err
     (tmp_path / "public.t" / "current").mkdir(parents=True)
     assert main(["verify", "--source", url, "--state", str(tmp_path), "--collection", "public.t"]) == 3
     err = capsys.readouterr().err

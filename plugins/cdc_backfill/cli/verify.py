@@ -27,6 +27,7 @@ from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.layout import CURRENT, collection_dir
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
+from cdc_backfill.verify.recheck import MAX_RECHECKS, ROUNDS
 
 if TYPE_CHECKING:
     from cdc_backfill.verify.compare import Report
@@ -46,6 +47,7 @@ VERIFY_EPILOG = f"""examples (every option):
   cdc-backfill verify --state state/ --collection public.orders --repair --wait --landing lake/
   cdc-backfill verify --state state/ --collection public.orders --repair --signal-table ops.cdc_signal
   cdc-backfill verify --state state/ --collection public.order_lines --master local[2]
+  cdc-backfill verify --state state/ --collection public.orders --landing lake/ --rechecks 5   # busy source
 
 The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
 Ranges are cut at keys of the source (text keys in byte order, as Spark compares them); each range's rows
@@ -58,10 +60,11 @@ The landing is --landing DIR, else the one the state's last reconcile read.
 --wait, --repair prints those commands.
 Where no exact position can be had (a Debezium landing, no landing), the source is read now and the
 state advanced over the landed stream; a range that differs is re-checked after the landing is brought
-up to now, and one whose source kept changing meanwhile is reported apart: "kept changing while verified".
+up to now (up to --rechecks times, default {ROUNDS}), and one whose source kept changing meanwhile is
+reported apart: "kept changing while verified".
 Exit status: 0 every range equal, 1 some ranges differ, 2 cannot verify or repair (the reason is
 printed), 3 the source cannot be reached, 4 no range known to differ but some kept changing while
-verified (verify again when writes pause). --ranges: 1 to {MAX_RANGES:,}.
+verified (verify again when writes pause). --ranges: 1 to {MAX_RANGES:,}; --rechecks: 1 to {MAX_RECHECKS}.
 """
 
 
@@ -95,6 +98,8 @@ def _refused(args: argparse.Namespace) -> str | None:
         return "--wait completes a repair: give it with --repair and --landing DIR"
     if not 1 <= args.ranges <= MAX_RANGES:
         return f"--ranges must be between 1 and {MAX_RANGES:,}, not {args.ranges}"
+    if not 1 <= args.rechecks <= MAX_RECHECKS:
+        return f"--rechecks must be between 1 and {MAX_RECHECKS}, not {args.rechecks}"
     return None
 
 
@@ -119,7 +124,7 @@ def _verify_at_position(args: argparse.Namespace, url: str) -> tuple[SourceSide,
         [done] = verify_collections(
             url, engine, state, [args.collection], args.ranges, landing=landing, catch_up=ways.catch_up,
             refresh=ways.refresh, not_exact=ways.not_exact, signal_table=args.signal_table or DEFAULT_SIGNAL_TABLE,
-            master=args.master,
+            master=args.master, rechecks=args.rechecks,
         )  # fmt: skip
     except (VerifyError, CaptureError, LandingError) as exc:
         print(f"cannot verify: {exc}", file=sys.stderr)
@@ -250,6 +255,14 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         default=DEFAULT_RANGES,
         metavar="N",
         help=f"key ranges to compare (default {DEFAULT_RANGES})",
+    )
+    p.add_argument(
+        "--rechecks",
+        type=int,
+        default=ROUNDS,
+        metavar="N",
+        help=f"where no exact position can be had: re-check a range that keeps changing up to N times before "
+        f"saying so (default {ROUNDS}; each brings the landing up to now)",
     )
     p.add_argument(
         "--repair",

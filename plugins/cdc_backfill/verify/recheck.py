@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from cdc_backfill.verify.compare import RangeResult, RangeStats, Report
 
 ROUNDS = 3  # re-checks of the ranges that keep changing, before verify says so
+MAX_RECHECKS = 10  # what verify --rechecks takes: each brings the landing up to now (a drain)
 
 
 def pending(report: Report, first: bool) -> list[int]:

@@ -31,6 +31,7 @@ from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
 from cdc_backfill.reconcile.spark.state import current_path
 from cdc_backfill.spark.positions import key_literal
 from cdc_backfill.verify import VerifyError
+from cdc_backfill.verify.recheck import ROUNDS
 from cdc_backfill.verify.spark.stats import compare_frame, no_state_reason
 
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ def verify_collections(
     not_exact: str | None = None,
     signal_table: str,
     master: str = "local[*]",
+    rechecks: int = ROUNDS,
 ) -> list[AtPosition]:
     """What the CLI, the DAG's verify task and the repair call: at one position when there is a way to
     make the landing pass it (``catch_up``); else the source read now against the state advanced over
@@ -168,5 +170,5 @@ def verify_collections(
     return verify_now(
         engine, landing, state_dir, collections, ranges, refresh=refresh,
         not_exact=not_exact or "no landing zone to read the stream from", signal_table=signal_table,
-        master=master,
+        master=master, rounds=rechecks,
     )  # fmt: skip
