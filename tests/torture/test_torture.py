@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.reconcile.reread import incomplete_keys, reread_signals
+from cdc_backfill.reconcile.reread import plan_rereads
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
@@ -55,11 +55,10 @@ def reread_incomplete(url: str, landing: Path, state: Path) -> int:
     rows miss a value the stream never sent; returns how many."""
     store = SignalStore(url)
     n = 0
-    for coll in TABLES:
-        key, keys = incomplete_keys(state, coll)
-        for sig in reread_signals(coll, key, keys):
+    for plan in plan_rereads(state, TABLES):
+        for sig in plan.signals:
             store.send(sig)
-        n += len(keys)
+        n += plan.missing
     store.engine.dispose()
     SnapshotEngine(url, landing, readers=1).run()
     drain(url, landing)

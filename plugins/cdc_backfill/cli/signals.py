@@ -83,7 +83,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_reread(args: argparse.Namespace) -> int:
-    from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_filter, reread_signals
+    from cdc_backfill.reconcile.reread import RereadError, plan_rereads, reread_filter
     from cdc_backfill.signals.model import SignalError
 
     state = Path(args.state)
@@ -97,11 +97,10 @@ def _cmd_reread(args: argparse.Namespace) -> int:
 
     todo = []
     try:
-        for coll in args.collections or state_collections(state):
-            key, keys = incomplete_keys(state, coll)
-            todo += [(coll, sig) for sig in reread_signals(coll, key, keys)] if keys else []
-            if keys:
-                print(f"{coll}: {len(keys)} row(s) miss a value the stream never sent")
+        for plan in plan_rereads(state, args.collections or state_collections(state)):
+            todo += [(plan.collection, sig) for sig in plan.signals]
+            if plan.missing:
+                print(f"{plan.collection}: {plan.missing} row(s) miss a value the stream never sent")
     except RereadError as exc:
         print(f"cdc-backfill signal reread: {exc}", file=sys.stderr)
         return 2

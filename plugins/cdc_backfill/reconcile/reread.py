@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -103,4 +104,24 @@ def reread_signals(collection: str, key: Sequence[str], keys: Sequence[tuple[Any
         batch = [k]
     if batch:
         out.append(signal(batch))
+    return out
+
+
+@dataclass(frozen=True)
+class Reread:
+    """One collection's rows that miss a value the stream never sent (``missing``) and the
+    execute-snapshot signals that re-read exactly them (none when the collection is complete)."""
+
+    collection: str
+    missing: int
+    signals: list[Signal]
+
+
+def plan_rereads(state: Path, collections: Sequence[str]) -> list[Reread]:
+    """What ``cdc-backfill signal reread`` and the DAG's reread task send, per collection of the state
+    (the one loop both run). Raises RereadError for a collection the state cannot tell about."""
+    out = []
+    for coll in collections:
+        key, keys = incomplete_keys(state, coll)
+        out.append(Reread(coll, len(keys), reread_signals(coll, key, keys) if keys else []))
     return out

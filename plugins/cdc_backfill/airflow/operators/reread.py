@@ -27,19 +27,19 @@ class CdcRereadOperator(CdcOperator):
         self.state_dir = state_dir
 
     def execute(self, context: Context) -> list[str]:
-        from cdc_backfill.reconcile.reread import RereadError, incomplete_keys, reread_filter, reread_signals
+        from cdc_backfill.reconcile.reread import RereadError, plan_rereads, reread_filter
         from cdc_backfill.signals.model import SignalError
 
         hook = self.hook()
         sent = []
         try:
-            for coll in plans.as_list(self.collections):
-                key, keys = incomplete_keys(Path(str(self.state_dir)), coll)
-                if not keys:
+            for plan in plan_rereads(Path(str(self.state_dir)), plans.as_list(self.collections)):
+                coll = plan.collection
+                if not plan.missing:
                     self.log.info("%s: every row has a value for every column: nothing to re-read", coll)
                     continue
-                self.log.info("%s: %s row(s) miss a value the stream never sent: re-read", coll, len(keys))
-                for sig in reread_signals(coll, key, keys):
+                self.log.info("%s: %s row(s) miss a value the stream never sent: re-read", coll, plan.missing)
+                for sig in plan.signals:
                     hook.send_signal(sig)
                     self.log.info("%s: execute-snapshot %s sent: %s", coll, sig.id, reread_filter(sig))
                     sent.append(sig.id)
