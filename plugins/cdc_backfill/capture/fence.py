@@ -1,6 +1,7 @@
 """Fences: transactional logical-decoding messages written into the stream, to know when a landing
 zone holds everything committed before a moment (the Airflow sensor after a snapshot, verify at a
-position). The capture lands a fence as an event of its own transaction."""
+position). The typed capture lands no event for a fence: it only moves the landed position past it (a roll
+manifest with no file); the JSON capture lands it as a line of its own transaction."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ K_DIALECT = "dialect"  # the condition's SQL dialect (SQLAlchemy's name)
 
 # Logical-decoding messages the captures write into the stream (PostgreSQL), beside the signal rows:
 # a drain's end marker (every capture, native or Debezium: never landed as an event) and a fence
-# (landed as an event of its own transaction: ``capture.fence``).
+# (the landed position passes it: ``capture.fence``).
 DRAIN_PREFIX = "cdc_backfill.drain"
 FENCE_PREFIX = "cdc_backfill.fence"
 

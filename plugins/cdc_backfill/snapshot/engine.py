@@ -11,7 +11,7 @@ Per chunk, in this order (a crash between any two steps is harmless: see the mod
 
 The largest key is fixed when a collection starts: rows inserted later reach the state through the
 stream. With several readers the key range is cut up front into ranges (reading keys only); each reader
-takes ranges and every chunk keeps its own window. Memory: one chunk per reader.
+takes ranges and every chunk keeps its own window. Memory: at most two chunks per reader (the one it reads, the one being landed).
 
 This module holds the run loop and what the operator asked for (pause, stop); one collection runs in
 ``collection_run.py``, one range chunk by chunk in ``range_reader.py``.
