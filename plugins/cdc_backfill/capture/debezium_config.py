@@ -87,23 +87,26 @@ def written_by_debezium(landing: Path) -> bool:
     return any(offsets_file(landing, "*").parent.glob("*.offsets"))
 
 
-def native_slots(landing: Path) -> list[str]:
-    """The native capture's slots ``landing`` is bound to (every bound slot but Debezium's). Raises
-    ``SlotBindingError`` for a landing whose binding cannot be read."""
+def bound_slots(landing: Path) -> list[str]:
+    """Every slot ``landing`` is bound to. Raises ``SlotBindingError`` for a binding that cannot be read."""
     from cdc_backfill.capture.binding import read_landing_meta
 
-    return [s for s in (read_landing_meta(landing) or {}).get("slots", {}) if s != DEFAULT_SLOT]
+    return list((read_landing_meta(landing) or {}).get("slots", {}))
+
+
+def native_slots(landing: Path) -> list[str]:
+    """The native capture's slots ``landing`` is bound to (every bound slot but Debezium's)."""
+    return [s for s in bound_slots(landing) if s != DEFAULT_SLOT]
 
 
 def is_debezium_landing(landing: Path) -> bool:
     """The one rule for "Debezium writes this landing": no native capture's slot is bound to it, and
     Debezium's slot is bound to it or Debezium's offsets are in it (a landing a connector wrote without
     the CLI's binding: Kafka Connect with a file sink, or the tests'). Raises ``SlotBindingError``."""
-    from cdc_backfill.capture.binding import read_landing_meta
-
-    if native_slots(landing):
+    slots = bound_slots(landing)  # read once
+    if any(s != DEFAULT_SLOT for s in slots):
         return False
-    return DEFAULT_SLOT in (read_landing_meta(landing) or {}).get("slots", {}) or written_by_debezium(landing)
+    return DEFAULT_SLOT in slots or written_by_debezium(landing)
 
 
 def drain_command(

@@ -171,15 +171,10 @@ def _with_interrupted(store: Any, views: list[Any]) -> list[Any]:
     last wrote."""
     import dataclasses
 
-    import sqlalchemy as sa
-
-    from cdc_backfill.snapshot.progress import ProgressStore
+    from cdc_backfill.snapshot.queries import read_progress
     from cdc_backfill.snapshot.status import interrupted, summarize
 
-    progress = ProgressStore(store.engine, store.schema)
-    if not sa.inspect(store.engine).has_table(progress.table.name, schema=progress.table.schema):
-        return views
-    dead = interrupted(summarize(progress.ranges()))
+    dead = interrupted(summarize(read_progress(store.engine, store.schema)))
     return [
         dataclasses.replace(v, status="interrupted", reason=dead[v.id]) if v.id in dead else v for v in views
     ]

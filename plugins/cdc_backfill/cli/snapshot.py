@@ -58,19 +58,15 @@ def _failed(statuses: list[CollectionStatus]) -> set[tuple[str, str]]:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    import sqlalchemy as sa
 
     from cdc_backfill.signals.store import SignalStore
-    from cdc_backfill.snapshot.progress import ProgressStore
+    from cdc_backfill.snapshot.queries import read_progress
     from cdc_backfill.snapshot.status import render, summarize
 
     store = SignalStore(require_source_url(args.source), args.signal_table)
     store.require_tables()
-    progress = ProgressStore(store.engine, store.schema)
-    if not sa.inspect(store.engine).has_table(progress.table.name, schema=progress.table.schema):
-        print("no snapshots yet" if not args.json else "[]")
-        return 0
-    statuses = summarize(progress.ranges(), paused=store.paused())
+    # no progress table yet (the engine never ran here): no ranges, "no snapshots yet"
+    statuses = summarize(read_progress(store.engine, store.schema), paused=store.paused())
     print(json.dumps([s.to_dict() for s in statuses], indent=2) if args.json else render(statuses))
     return 0
 
