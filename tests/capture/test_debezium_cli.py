@@ -5,6 +5,7 @@ and skipped, and a source that goes away mid-run ends the run with Debezium's re
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import threading
@@ -65,7 +66,8 @@ def test_drain_as_typed_then_the_printed_ingest(table: str, tmp_path: Path) -> N
     sql(table, "UPDATE t SET v = 'changed' WHERE id < 5", "DELETE FROM t WHERE id = 20")
     again = cli(tmp_path, *args)
     assert again.returncode == 0, again.stderr
-    assert "records landed in 1 files" in again.stdout, again.stdout
+    # one file or more: how many batches Debezium hands over depends on its timing, not on what it lands
+    assert re.search(r"^\d+ records landed in \d+ files$", again.stdout, re.M), again.stdout
     ops = [d["value"]["payload"]["op"] for d in landed_records(tmp_path / "lake") if d["value"]]
     assert ops.count("u") == 4 and ops.count("d") == 1, ops  # beside the drain markers (op m)
     printed = again.stdout.strip().splitlines()[-1]
