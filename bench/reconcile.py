@@ -421,6 +421,8 @@ def main() -> None:
         from cdc_backfill.ingest.spark.job import ingest_landing
         from cdc_backfill.reconcile.spark.job import reconcile_landing
         from cdc_backfill.spark.session import build_session
+        from cdc_backfill.state.spark.frames import read_version
+        from cdc_backfill.state.table import current_version
 
         load_before = os.getloadavg()
         t0 = time.perf_counter()
@@ -441,8 +443,9 @@ def main() -> None:
         shutil.rmtree(work / "warm", ignore_errors=True)
 
         def check(state: Path) -> None:
-            current = state / COLLECTION / "current"
-            ids = {r[0] for r in spark.read.parquet(str(current)).select("id").collect()}
+            current = current_version(state, COLLECTION)
+            assert current is not None, f"no state of {COLLECTION} in {state}"
+            ids = {r[0] for r in read_version(spark, current).select("id").collect()}
             assert ids == landing.live, f"state has {len(ids)} keys, the source {len(landing.live)}"
 
         results: dict[str, tuple[float, float]] = {}

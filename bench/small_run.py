@@ -9,7 +9,11 @@ Airflow task runs it; a JSON landing is first moved into the log by ``ingest`` (
 own, timed with the reconcile: the reconcile reads typed data only). The reference: a trivial ``spark-submit`` (session start, read one Parquet
 file, count).
 
-    python -m bench.small_run [--rows 100000] [--changes 1000] [--format both]
+Beside each time, what the run wrote: the state's files it replaced and the bytes of the files it
+added, against the whole state (a run that changes few keys rewrites only the files that hold them).
+``--few N`` adds a third reconcile of only N changes, the other shape of a small run.
+
+    python -m bench.small_run [--rows 100000] [--changes 1000] [--few 10] [--format both]
 """
 
 from __future__ import annotations
@@ -87,6 +91,26 @@ def _change(url: str, rows: int, n: int, seed: int) -> None:
     engine.dispose()
 
 
+def _written(state: Path) -> str:
+    """What the last reconcile wrote into each table of ``state``: files replaced, bytes added."""
+    from cdc_backfill.state.table import current_version
+
+    parts = []
+    for coll in TABLES:
+        now = current_version(state, coll)
+        before = current_version(state, coll, version=now.version - 1) if now and now.version else None
+        if now is None or before is None:
+            continue
+        added = [f for f in now.files if f not in set(before.files)]
+        size = sum(Path(f).stat().st_size for f in now.files)
+        new = sum(Path(f).stat().st_size for f in added)
+        replaced = len(set(before.files) - set(now.files))
+        parts.append(
+            f"{coll}: {replaced}/{len(before.files)} files rewritten, {new / 1e6:.1f} of {size / 1e6:.1f} MB"
+        )
+    return "; ".join(parts)
+
+
 def _submit(cmd: list[str]) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, env=submit_environ(MASTER), timeout=1800)
     if done.returncode != 0:
@@ -106,6 +130,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000, help="rows per table (two tables)")
     ap.add_argument("--changes", type=int, default=1000)
+    ap.add_argument("--few", type=int, default=10, help="changes of a third, smaller run (0: none)")
     ap.add_argument("--format", choices=("log", "json", "both"), default="both")
     args = ap.parse_args()
     apply_defaults()  # as every entry point: Spark's home, this Python for its workers, spark-submit on PATH
@@ -152,8 +177,20 @@ def main() -> None:
             out_rows.append({
                 "measure": f"second reconcile, {f} landing{' (ingest first)' if f == 'json' else ''}, {args.changes:,} changes",
                 "items": args.changes, "seconds": seconds, "rate": args.changes / seconds,
-                "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {inside} s inside the job",
+                "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {inside} s inside the job; "
+                             f"{_written(state)}",
             })  # fmt: skip
+        if args.few:
+            _change(pg.url, args.rows, args.few, seed=3)
+            for f in formats:
+                captures[f]().run()
+                state = work / f"state-{f}"
+                seconds, _ = timed(lambda: _reconcile(work, f))  # noqa: B023 - called at once
+                out_rows.append({
+                    "measure": f"third reconcile, {f} landing, {args.few:,} changes",
+                    "items": args.few, "seconds": seconds, "rate": args.few / seconds,
+                    "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {_written(state)}",
+                })  # fmt: skip
         t_trivial2, _ = timed(lambda: _submit(trivial))
     out_rows.append({"measure": "  reference: trivial spark-submit (read 1 Parquet, count)", "items": 1,
                      "seconds": t_trivial, "rate": 1 / t_trivial,

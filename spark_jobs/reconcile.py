@@ -33,7 +33,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--signal-table", "--signal-collection", dest="signal_table", default=DEFAULT_SIGNAL_TABLE
     )
-    ap.add_argument("--keep-versions", type=int, default=3)
+    # versions are Delta's now (its retention): accepted from command lines written before, not used
+    ap.add_argument("--keep-versions", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument(
         "--ingest",
         action="store_true",
@@ -52,9 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             sources = ColumnSources(Path(args.landing), args.signal_table, None, None)
             ingested = ingest_landing(spark, Path(args.landing), None, sources)
             log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
-        summary = reconcile_landing(
-            spark, args.landing, args.state, args.collections, args.signal_table, args.keep_versions
-        )
+        summary = reconcile_landing(spark, args.landing, args.state, args.collections, args.signal_table)
     except (LandingError, ColumnsError, InputError) as exc:
         log.error("%s", exc)
         return 2

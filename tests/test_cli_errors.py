@@ -9,6 +9,7 @@ from cdc_backfill.config import ConfigError
 from tests.support.cli import cli
 from tests.support.output import spark_info_lines
 from tests.support.pg import plain_url
+from tests.support.state import write_state
 
 
 class OperationalError(Exception):
@@ -100,8 +101,7 @@ def test_typos_in_names_are_refused_before_any_work(tmp_path, capsys) -> None:  
     assert code == 2 and "public.ordres (did you mean public.orders?)" in err and err.count("\n") == 1, err
     assert not (tmp_path / "state").exists()
 
-    (tmp_path / "state" / "public.orders" / "v000001").mkdir(parents=True)
-    (tmp_path / "state" / "public.orders" / "current").symlink_to("v000001")
+    write_state(tmp_path / "state", "public.orders", [{"id": 1}])
     code = main(["verify", "--source", "postgresql://u@127.0.0.1:1/db", "--state", str(tmp_path / "state"),
                  "--collection", "public.ordrs"])  # fmt: skip
     err = capsys.readouterr().err

@@ -7,18 +7,16 @@ stream files (other tools' files keep their names); ``<landing>/snapshots/<colle
 the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types;
 ``<landing>/_landing.json`` the landing's identity and the replication slots bound to it.
 
-State: ``<state>/<collection>/v000007/*.parquet`` is one complete version; ``<state>/<collection>/current``
-a link to the newest complete one; ``<state>/<collection>/_log.json`` the versions written;
-``<state>/_runs/*.json`` each reconcile run's summary. Beside its rows each version keeps ``_cdc_meta.json``
-(what it consumed) and ``_cdc_carry/`` (events held for the next run).
+State: ``<state>/<collection>/`` is a Delta table (``cdc_backfill.state.table``): ``_delta_log/`` names
+the Parquet files of each version, which sit in a folder per run (``v000007-<token>/``);
+``_cdc_carry/<run folder>/`` holds the events a run held for the next one; ``<state>/_runs/*.json``
+each reconcile run's summary.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 STREAM_DIR = "stream"
 LOG_DIR = "log"  # the typed event log: <landing>/log/<collection>/v0001/*.parquet and _schema.json
@@ -35,13 +33,9 @@ INGESTED_DIR = "_ingested"  # <landing>/_ingested/stream/: the landing's JSON fi
 STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")  # stream files of any capture
 _STREAM_FILE_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})\.jsonl$")
 
-CURRENT = "current"
-META_FILE = "_cdc_meta.json"
 CARRY_DIR = "_cdc_carry"
 CARRY_ROWS, CARRY_SIGNALS = "rows", "signals"  # its two parts: the collection's log rows, signal rows
-LOG = "_log.json"
 RUNS_DIR = "_runs"
-_VERSION_RE = re.compile(r"^v(\d{6})$")
 
 
 def landing_meta_file(landing: Path) -> Path:
@@ -152,27 +146,3 @@ def runs_dir(state: Path) -> Path:
 
 def collection_dir(state: Path, collection: str) -> Path:
     return Path(state) / collection
-
-
-def versions(folder: Path) -> list[int]:
-    if not folder.is_dir():
-        return []
-    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _VERSION_RE.match(p.name)))
-
-
-def current_path(state: Path, collection: str) -> Path | None:
-    link = collection_dir(state, collection) / CURRENT
-    return link if link.exists() else None
-
-
-def read_log(folder: Path) -> list[dict[str, Any]]:
-    path = folder / LOG
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def state_collections(state: Path) -> list[str]:
-    """The collections that have a current version under ``state``, by name."""
-    root = Path(state)
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if (p / CURRENT).exists() and not p.name.startswith("_"))

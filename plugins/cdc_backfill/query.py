@@ -1,9 +1,9 @@
 """Reading the state as a user does: what collections it holds, their rows, any SQL over them (DuckDB).
 
-Each collection with a current version is a view named by its full name (``"public.customers"``, in
-double quotes) and, when no other collection shares it, by its table name alone (``customers``). The
-views show the table's own columns; the bookkeeping columns (``_cdc_position``, ``_cdc_unknown``) stay
-in the Parquet files.
+Each collection with a state table is a view named by its full name (``"public.customers"``, in double
+quotes) and, when no other collection shares it, by its table name alone (``customers``). A view reads
+the files the table's Delta log names for the version asked (the current one by default), and shows the
+table's own columns; the bookkeeping columns (``_cdc_position``, ``_cdc_unknown``) stay in the files.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.layout import CURRENT, collection_dir, current_path, read_log, state_collections
 from cdc_backfill.names import quote_ident as _quote
+from cdc_backfill.state.table import StateError, StateTable, StateVersion, current_version, state_collections
 
 HIDDEN = ("_cdc_position", "_cdc_unknown")
 
@@ -30,14 +30,14 @@ class Result:
     rows: list[tuple[Any, ...]]
 
 
-def view_sql(collection: str, current: Path, name: str | None = None) -> str:
-    """``CREATE VIEW`` of a collection's current version, without the bookkeeping columns (pure)."""
-    files = str(current / "*.parquet").replace("'", "''")
-    hidden = ", ".join(HIDDEN)
-    return (
-        f"CREATE VIEW {_quote(name or collection)} AS "
-        f"SELECT * EXCLUDE ({hidden}) FROM read_parquet('{files}')"
-    )
+def view_sql(
+    collection: str, source: str, columns: Sequence[str], name: str | None = None, all_columns: bool = False
+) -> str:
+    """``CREATE VIEW`` over ``source`` (a relation holding one version's rows), without the bookkeeping
+    columns among ``columns`` unless ``all_columns`` (pure)."""
+    hidden = [c for c in HIDDEN if c in columns and not all_columns]
+    exclude = f" EXCLUDE ({', '.join(hidden)})" if hidden else ""
+    return f"CREATE VIEW {_quote(name or collection)} AS SELECT *{exclude} FROM {_quote(source)}"
 
 
 def view_names(collections: Sequence[str]) -> dict[str, list[str]]:
@@ -55,44 +55,95 @@ def _require_state(state: Path) -> list[str]:
         raise StateQueryError(f"no state folder at {state} (run `cdc-backfill reconcile` first)")
     collections = state_collections(state)
     if not collections:
+        from cdc_backfill.state.migrate import legacy_collections
+        from cdc_backfill.state.table import migrate_hint
+
+        if legacy_collections(state):
+            raise StateQueryError(
+                f"the state {state} is in the earlier folder format: convert it with `{migrate_hint(state)}`"
+            )
         raise StateQueryError(
             f"no collection has a state in {state} yet (run `cdc-backfill reconcile` first)"
         )
     return collections
 
 
+def _version(
+    state: Path, collection: str, version: int | None = None, as_of: str | None = None
+) -> StateVersion | None:
+    try:
+        return current_version(state, collection, version, as_of)
+    except StateError as exc:
+        raise StateQueryError(str(exc)) from None
+
+
 def describe(state: Path) -> Result:
-    """One row per collection: rows, version, stream position, rows still missing a column value."""
+    """One row per collection: rows, Delta version, stream position, rows still missing a column value."""
     rows = []
     for coll in _require_state(state):
-        log = read_log(collection_dir(state, coll))
-        last = log[-1] if log else {}
+        v = _version(state, coll)
+        run, meta = (v.run, v.meta) if v is not None else ({}, {})
         rows.append(
             (
                 coll,
-                last.get("rows"),
-                f"v{last['version']:06d}" if "version" in last else "",
-                ",".join(str(p) for p in last.get("position") or []),
-                last.get("rows_with_unknown_columns", 0),
+                run.get("rows"),
+                v.version if v is not None else None,
+                ",".join(str(p) for p in meta.get("position") or []),
+                run.get("rows_with_unknown_columns", 0),
             )
         )
     return Result(["collection", "rows", "version", "position", "rows_with_unknown_columns"], rows)
 
 
-def run_sql(state: Path, sql: str, limit: int | None = None) -> Result:
-    """``sql`` over the views of every collection of ``state``."""
+def history(state: Path, collection: str) -> Result:
+    """Every version of one collection's state: when, its rows, the position it is complete up to."""
+    _require_collection(state, collection)
+    rows = [
+        (
+            h["version"],
+            _when(h["timestamp_ms"]),
+            h.get("rows"),
+            ",".join(str(p) for p in h.get("position") or []),
+        )
+        for h in StateTable(state, collection).history()
+    ]
+    return Result(["version", "committed_at", "rows", "position"], rows)
+
+
+def _when(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def run_sql(
+    state: Path,
+    sql: str,
+    limit: int | None = None,
+    versions: dict[str, int] | None = None,
+    as_of: str | None = None,
+    all_columns: bool = False,
+) -> Result:
+    """``sql`` over the views of every collection of ``state``: each at its current version, or at the
+    version ``versions`` gives it, or at the one current at ``as_of`` (a collection created later has
+    no view then)."""
     import duckdb
 
     _require_select(sql)
     collections = _require_state(state)
-    views = view_names(collections)
     con = duckdb.connect()
     try:
-        for coll, names in views.items():
-            # resolved once: a reconcile switching `current` meanwhile cannot mix two versions in a query
-            current = (collection_dir(state, coll) / CURRENT).resolve()
+        # each version read once: a reconcile committing meanwhile cannot mix two versions in a query
+        read = {c: _version(state, c, (versions or {}).get(c), as_of if c not in (versions or {}) else None)
+                for c in collections}  # fmt: skip
+        held = [c for c, v in read.items() if v is not None]
+        views = view_names(held)
+        for i, (coll, names) in enumerate(views.items()):
+            source = f"_cdc_version_{i}"
+            dataset = _dataset(read[coll])  # type: ignore[arg-type]
+            con.register(source, dataset)
             for name in names:
-                con.execute(view_sql(coll, current, name))
+                con.execute(view_sql(coll, source, dataset.schema.names, name, all_columns))
         try:
             rel = con.sql(sql)
         except duckdb.Error as exc:
@@ -105,6 +156,16 @@ def run_sql(state: Path, sql: str, limit: int | None = None) -> Result:
         return Result(list(rel.columns), rows)
     finally:
         con.close()
+
+
+def _dataset(version: StateVersion) -> Any:
+    """One version's rows as an Arrow dataset: its files, with the table's schema (also when it has none)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from deltalake import Schema
+
+    schema = pa.schema(Schema.from_json(version.schema_json).to_arrow())
+    return ds.dataset(list(version.files), schema=schema, format="parquet")
 
 
 def _require_select(sql: str) -> None:
@@ -121,12 +182,21 @@ def _require_select(sql: str) -> None:
         raise StateQueryError(f"--sql takes one SELECT query, not {kinds}")
 
 
-def show(state: Path, collection: str, limit: int = 20) -> Result:
-    """The first ``limit`` rows of one collection."""
-    if current_path(state, collection) is None:
+def _require_collection(state: Path, collection: str) -> None:
+    if collection not in _require_state(state):
         known = ", ".join(state_collections(state)) or "none"
         raise StateQueryError(f"no state for {collection} in {state} (collections with a state: {known})")
-    return run_sql(state, f"SELECT * FROM {_quote(collection)}", limit)
+
+
+def show(
+    state: Path, collection: str, limit: int = 20, version: int | None = None, as_of: str | None = None
+) -> Result:
+    """The first ``limit`` rows of one collection (at ``version``, or as of ``as_of``)."""
+    _require_collection(state, collection)
+    versions = {collection: version} if version is not None else None
+    if as_of is not None and _version(state, collection, None, as_of) is None:
+        raise StateQueryError(f"{collection} had no state yet at {as_of}")
+    return run_sql(state, f"SELECT * FROM {_quote(collection)}", limit, versions, as_of)
 
 
 def render(result: Result, width: int = 40) -> str:

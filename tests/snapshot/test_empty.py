@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
+from tests.support.state import state_files, state_version
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
@@ -35,17 +36,16 @@ def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
     summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))
     for coll in ("public.nothing", "public.few"):
         assert summary["collections"][coll]["rows"] == 0, summary["collections"].get(coll)
-        current = tmp_path / "state" / coll / "current"
-        assert sum(pq.read_table(f).num_rows for f in current.glob("*.parquet")) == 0
+        assert sum(pq.read_table(f).num_rows for f in state_files(tmp_path / "state", coll)) == 0
     out = ok(cli(tmp_path, "verify", *src, "--state", "state", "--collection", "public.nothing"))
     assert "every range equal" in out
 
     # nothing new since: the reconcile says so without Spark and writes no version
-    versions = sorted(p.name for p in (tmp_path / "state" / "public.few").glob("v*"))
+    versions = state_version(tmp_path / "state", "public.few").version
     again = cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")
     assert json.loads(ok(again)) == {"events": 0, "collections": {}, "nothing_new": True}
     assert "nothing new in lake since the state's position: no version written" in again.stderr
-    assert sorted(p.name for p in (tmp_path / "state" / "public.few").glob("v*")) == versions
+    assert state_version(tmp_path / "state", "public.few").version == versions
     sql(fresh_db, "INSERT INTO few VALUES (-1, 'new')")  # something new: the reconcile runs
     ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
     summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))

@@ -22,6 +22,7 @@ from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.faults import CRASH_ENV
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, send, sql
+from tests.support.state import state_frame
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
@@ -60,7 +61,7 @@ def run(spark, landing: Path, state: Path) -> dict[str, Any]:  # type: ignore[no
 
 def assert_state_is_source(spark, url: str, state: Path) -> None:  # type: ignore[no-untyped-def]
     _, key = columns_of(url, ORDERS)
-    got = keyed_state(spark.read.parquet(str(state / ORDERS / "current")).collect(), key)
+    got = keyed_state(state_frame(spark, state, ORDERS).collect(), key)
     want = source_state(url, ORDERS, key)
     extra, missing = got.keys() - want.keys(), want.keys() - got.keys()
     wrong = [k for k in want.keys() & got.keys() if got[k] != want[k]]

@@ -20,6 +20,7 @@ from cdc_backfill.names import collection_name, split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn
 from tests.support.reference import Change, ReadRow, Result, find_windows, reconcile
+from tests.support.state import state_files
 from tests.support.typed import from_arrow, from_debezium, from_text
 
 SIGNAL = "public.cdc_signal"
@@ -69,7 +70,10 @@ def assert_state_is_source(url: str, state: Path, collections: Iterable[str]) ->
     for coll in collections:
         columns, key = columns_of(url, coll)
         names = [c.name for c in columns]
-        got = duckdb.sql(f"SELECT {', '.join(names)} FROM '{state / coll / 'current'}/*.parquet'").fetchall()
+        files = [str(f) for f in state_files(state, coll)]
+        got = duckdb.sql(
+            f"SELECT {', '.join(names)} FROM read_parquet($files)", params={"files": files}
+        ).fetchall()
         assert {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got} == (
             source_state(url, coll, key)
         ), coll

@@ -19,6 +19,7 @@ from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.verify.compare import RangeStats, Report, compare
 from cdc_backfill.verify.source import read_source
 from cdc_backfill.verify.spark.stats import range_stats
+from tests.support.state import state_files, state_table
 
 
 def snapshot_state(spark: SparkSession, url: str, landing: Path, *collections: str) -> dict[str, DataFrame]:
@@ -70,8 +71,7 @@ def corrupt_one_row(
 ) -> int:
     """Change one non-key value of one row (``victim``'s, else one in the middle of a file) in the
     current Parquet of the state, by hand (its status: ``status``, else the old one marked); return its id."""
-    current = state / collection / "current"
-    parts = [p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 0]
+    parts = [p for p in sorted(state_files(state, collection)) if pq.read_metadata(p).num_rows > 0]
     if victim is not None:
         part = next(p for p in parts if victim in pq.read_table(p, columns=["id"]).column("id").to_pylist())
         row = pq.read_table(part, columns=["id"]).column("id").to_pylist().index(victim)
@@ -86,7 +86,7 @@ def corrupt_one_row(
     table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status, pa.string()))
     pq.write_table(table, part)
     (part.parent / f".{part.name}.crc").unlink(missing_ok=True)  # Spark's checksum of the old bytes
-    assert pc.sum(pc.equal(pq.read_table(current).column("id"), victim)).as_py() == 1
+    assert pc.sum(pc.equal(state_table(state, collection).column("id"), victim)).as_py() == 1
     return int(victim)
 
 
@@ -95,8 +95,7 @@ def add_phantom(state: Path, collection: str, url: str) -> int:
     a row under a free key, at that row's position; return its id."""
     import sqlalchemy as sa
 
-    current = state / collection / "current"
-    part = next(p for p in sorted(current.glob("part-*.parquet")) if pq.read_metadata(p).num_rows > 1)
+    part = next(p for p in sorted(state_files(state, collection)) if pq.read_metadata(p).num_rows > 1)
     table = pq.read_table(part)
     engine = sa.create_engine(url)
     with engine.connect() as conn:

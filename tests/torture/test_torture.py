@@ -22,6 +22,7 @@ from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import columns_of, overlap, source_state
 from tests.support.pg import InWindow, drain, send
+from tests.support.state import state_frame
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.torture]
@@ -101,7 +102,7 @@ def test_state_equals_the_source_under_random_concurrent_writes(
         columns, key = columns_of(fresh_db, coll)
         want = source_state(fresh_db, coll, key)
         got = {}
-        for r in spark.read.parquet(str(state / coll / "current")).collect():
+        for r in state_frame(spark, state, coll).collect():
             row = {c.name: r[c.name] for c in columns}
             got[tuple(row[k] for k in key)] = row
         missing, extra = want.keys() - got.keys(), got.keys() - want.keys()

@@ -7,14 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.cli import build_parser, main
 from cdc_backfill.cli.verify import VERIFY_EPILOG
 from tests.support.imports import imported_after as _imported_after
 from tests.support.pg import sql
+from tests.support.state import write_state
 
 PURE = [
     "cdc_backfill.verify",
@@ -91,7 +90,7 @@ def test_refusals_before_anything_runs(tmp_path: Path, capsys) -> None:  # type:
         == 2
     )
     assert "--rechecks must be between 1 and 10, not 0" in capsys.readouterr().err
-    (tmp_path / "public.t" / "current").mkdir(parents=True)
+    write_state(tmp_path, "public.t", [{"id": 1}])
     assert main(["verify", "--source", url, "--state", str(tmp_path), "--collection", "public.t"]) == 3
     err = capsys.readouterr().err
     assert "cannot reach the source" in err and "nobody@127.0.0.1:1" in err
@@ -101,7 +100,7 @@ def test_refusals_before_anything_runs(tmp_path: Path, capsys) -> None:  # type:
 def test_tables_that_cannot_be_verified(fresh_db: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     sql(fresh_db, "CREATE TABLE nokey (a int, b text)")
     for coll in ("public.nokey", "public.missing"):
-        (tmp_path / coll / "current").mkdir(parents=True)
+        write_state(tmp_path, coll, [{"a": 1}])
     args = ["verify", "--source", fresh_db, "--state", str(tmp_path), "--collection"]
     assert main([*args, "public.nokey"]) == 2
     assert "public.nokey has no primary key" in capsys.readouterr().err
@@ -113,14 +112,12 @@ def test_tables_that_cannot_be_verified(fresh_db: str, tmp_path: Path, capsys) -
 @pytest.mark.spark
 def test_columns_that_differ_are_refused(fresh_db: str, tmp_path: Path, spark, capsys) -> None:  # type: ignore[no-untyped-def]
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)", "INSERT INTO t VALUES (1, 'a')")
-    current = tmp_path / "public.t" / "current"
-    current.mkdir(parents=True)
-    pq.write_table(pa.table({"id": [1], "w": ["a"], "_cdc_position": [[1, 2]]}), current / "part-0.parquet")
+    write_state(tmp_path, "public.t", [{"id": 1, "w": "a"}])
     code = main(["verify", "--source", fresh_db, "--state", str(tmp_path), "--collection", "public.t"])
     assert code == 2
     assert "only in the source ['v'], only in the state ['w']" in capsys.readouterr().err
     # the same state with the right column: equal, and --repair has nothing to do
-    pq.write_table(pa.table({"id": [1], "v": ["a"], "_cdc_position": [[1, 2]]}), current / "part-0.parquet")
+    write_state(tmp_path, "public.t", [{"id": 1, "v": "a"}])
     code = main(
         ["verify", "--source", fresh_db, "--state", str(tmp_path), "--collection", "public.t", "--repair"]
     )

@@ -93,7 +93,7 @@ def _cmd_reread(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from cdc_backfill.layout import state_collections
+    from cdc_backfill.state.table import state_collections
 
     todo = []
     try:

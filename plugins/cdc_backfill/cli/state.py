@@ -12,26 +12,32 @@ STATE_EPILOG = """examples:
   cdc-backfill state --state state/ public.customers                  # the first 20 rows
   cdc-backfill state --state state/ --sql "SELECT tier, count(*) FROM customers GROUP BY 1"
   cdc-backfill state --state state/ --sql 'SELECT * FROM "public.order_lines" WHERE qty > 5' --json
+  cdc-backfill state --state state/ public.customers --history        # its versions
+  cdc-backfill state --state state/ public.customers --version 3      # the rows of version 3
+  cdc-backfill state --state state/ --sql "SELECT count(*) FROM customers" --as-of 2026-11-25T14:30:00Z
 
 Each collection is a view named "schema.table" (in double quotes) and, where unique, by its table name.
+Each collection's state is a Delta table (<state>/<schema.table>/): Spark, DuckDB, Polars and pandas
+read it too (see the README).
 """
 
 
 def _cmd_state(args: argparse.Namespace) -> int:
-    from cdc_backfill.query import StateQueryError, describe, render, run_sql, show
+    from cdc_backfill.query import StateQueryError, render
 
+    refused = _refused(args)
+    if refused:
+        print(f"cdc-backfill state: {refused}", file=sys.stderr)
+        return 2
     state = Path(args.state)
     try:
-        if args.sql:
-            result = run_sql(state, args.sql, args.limit)
-        elif args.collection:
-            result = show(state, args.collection, args.limit or 20)
-        else:
-            result = describe(state)
+        result = _result(args, state)
     except StateQueryError as exc:
         print(f"cdc-backfill state: {exc}", file=sys.stderr)
         return 2
-    if args.sql or args.collection:
+    if result is None:
+        return 0
+    if (args.sql or args.collection) and not args.history:
         warn_incomplete(state, args.state)
     if args.json:
         for row in result.rows:
@@ -39,6 +45,49 @@ def _cmd_state(args: argparse.Namespace) -> int:
     else:
         print(render(result))
     return 0
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    if (args.version is not None or args.history) and not args.collection:
+        return "--version and --history are a collection's: name it (schema.table)"
+    if args.version is not None and args.as_of:
+        return "give --version or --as-of, not both"
+    if args.migrate and (args.collection or args.sql):
+        return "--migrate converts the whole state folder: give it alone"
+    return None
+
+
+def _result(args: argparse.Namespace, state: Path):  # type: ignore[no-untyped-def]
+    from cdc_backfill.query import StateQueryError, describe, history, run_sql, show
+    from cdc_backfill.state.table import StateError, as_time
+
+    try:
+        as_of = as_time(args.as_of).isoformat() if args.as_of else None
+    except StateError as exc:
+        raise StateQueryError(str(exc)) from None
+    if args.migrate:
+        _migrate(state)
+        return None
+    if args.history:
+        return history(state, args.collection)
+    if args.sql:
+        versions = {args.collection: args.version} if args.collection and args.version is not None else None
+        return run_sql(state, args.sql, args.limit, versions, as_of, args.all_columns)
+    if args.collection:
+        return show(state, args.collection, args.limit or 20, args.version, as_of)
+    return describe(state)
+
+
+def _migrate(state: Path) -> None:
+    from cdc_backfill.query import StateQueryError
+    from cdc_backfill.state.migrate import legacy_collections, migrate
+
+    todo = legacy_collections(state)
+    if not todo:
+        raise StateQueryError(f"nothing to convert: no collection of {state} is in the earlier folder format")
+    for coll in todo:
+        done = migrate(state, coll)
+        print(f"{coll}: converted to a Delta table (version {done.version if done else 0})")
 
 
 def warn_incomplete(state: Path, typed: str) -> None:
@@ -60,7 +109,7 @@ def warn_incomplete(state: Path, typed: str) -> None:
 def add_state_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     st = sub.add_parser(
         "state",
-        help="show or query the reconciled state (DuckDB over the current versions)",
+        help="show or query the reconciled state (DuckDB over each collection's Delta table)",
         description="Without a collection: every collection's rows, version and position. With one: its "
         "first rows. With --sql: any query over all collections.",
         epilog=STATE_EPILOG,
@@ -71,4 +120,17 @@ def add_state_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     st.add_argument("--sql", metavar="QUERY", help="a SELECT over the collections' views")
     st.add_argument("--limit", type=int, metavar="N", help="at most N rows (default: 20 for a collection)")
     st.add_argument("--json", action="store_true", help="one JSON object per row")
+    st.add_argument("--version", type=int, metavar="N", help="the collection's version N (see --history)")
+    st.add_argument("--as-of", metavar="TIME", help="every collection as it was at TIME (ISO 8601, UTC)")
+    st.add_argument(
+        "--all-columns",
+        action="store_true",
+        help="--sql sees the bookkeeping columns too (_cdc_position, _cdc_unknown)",
+    )
+    st.add_argument("--history", action="store_true", help="the collection's versions")
+    st.add_argument(
+        "--migrate",
+        action="store_true",
+        help="convert a state written in the earlier folder format to Delta tables",
+    )
     st.set_defaults(func=_cmd_state)

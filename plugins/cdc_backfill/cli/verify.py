@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
-from cdc_backfill.layout import CURRENT, collection_dir
+from cdc_backfill.layout import collection_dir
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
 from cdc_backfill.verify.recheck import MAX_RECHECKS, ROUNDS
@@ -51,7 +51,7 @@ VERIFY_EPILOG = f"""examples (every option):
 
 The source is --source URL, else CDC_BACKFILL_SOURCE_URL, else the config file ([source] url = ...).
 Ranges are cut at keys of the source (text keys in byte order, as Spark compares them); each range's rows
-are counted and hashed by SQL in the source and by Spark on <state>/<collection>/current.
+are counted and hashed by SQL in the source and by Spark on the current version of <state>/<collection>/ (a Delta table).
 Both sides are read as of one position (PostgreSQL: a snapshot exported with a temporary slot; the
 landing drained past it; the state advanced to it in memory, not written), so writers may keep writing.
 The landing is --landing DIR, else the one the state's last reconcile read.
@@ -78,10 +78,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if verified is None:
         return 2
     source, report = verified
-    current = collection_dir(Path(args.state), args.collection) / CURRENT
-    report = dataclasses.replace(
-        report, extra={"source": mask_url(url), "state": str(current), **report.extra}
-    )
+    table = collection_dir(Path(args.state), args.collection)
+    report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(table), **report.extra})
     repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
     hint = None if args.repair else _repair_hint(args, report)
     _print_report(args, report, hint)

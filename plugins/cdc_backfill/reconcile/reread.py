@@ -11,7 +11,6 @@ no Spark).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from typing import Any
 
 import pyarrow.dataset as ds
 
-from cdc_backfill.layout import META_FILE, current_path
 from cdc_backfill.signals.model import DATA_MAX, AdditionalCondition, Signal, execute_snapshot, new_signal_id
+from cdc_backfill.state.table import StateError, current_version
 
 
 class RereadError(ValueError):
@@ -32,16 +31,22 @@ class RereadError(ValueError):
 def incomplete_keys(state: Path, collection: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The key columns of the collection's current state and the keys whose rows miss a value
     (``_cdc_unknown``); no current version: no keys."""
-    current = current_path(state, collection)
+    try:
+        current = current_version(state, collection)
+    except StateError as exc:
+        raise RereadError(str(exc)) from None
     if current is None:
         return [], []
-    meta = json.loads((current / META_FILE).read_text()) if (current / META_FILE).exists() else {}
-    key = meta.get("key")
+    key = current.meta.get("key")
     if not key:
         raise RereadError(
             f"the state of {collection} was written before it named its key: reconcile once more, then re-read"
         )
-    rows = ds.dataset(str(current), format="parquet").to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
+    if not current.files:
+        return key, []
+    rows = (
+        ds.dataset(list(current.files), format="parquet").to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
+    )
     keys = [tuple(r[k] for k in key) for r in rows if r["_cdc_unknown"]]
     try:
         return key, sorted(keys)

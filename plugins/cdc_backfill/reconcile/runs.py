@@ -2,10 +2,9 @@
 the previous run left (plain file reads, no Spark; the job does the rest), and whether the landing
 zone can be reconciled at all.
 
-Each state version keeps, beside its rows, ``_cdc_meta.json`` (the READ chunks judged so far, the
-stream position the state is complete up to) and ``_cdc_carry/`` (see
-``cdc_backfill.reconcile.spark.merge.carry``). Both names start with ``_``, so Spark, DuckDB and pandas
-reading the version's folder leave them out.
+Each state version records in its Delta commit what it consumed (:class:`RunMeta`: the READ chunks
+judged so far, the stream position the state is complete up to) and where its carry is (the events held
+for the next run, see ``cdc_backfill.reconcile.spark.merge.carry``): ``cdc_backfill.state.table``.
 """
 
 from __future__ import annotations
@@ -18,17 +17,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import (
-    CARRY_DIR,
-    META_FILE,
-    STREAM_SUFFIXES,
-    current_path,
-    rolls_dir,
-    runs_dir,
-    snapshot_dir,
-    stream_dir,
-)
+from cdc_backfill.layout import STREAM_SUFFIXES, rolls_dir, runs_dir, snapshot_dir, stream_dir
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
+from cdc_backfill.state.table import StateError, StateVersion, current_version
 
 
 @dataclass(frozen=True)
@@ -72,16 +63,13 @@ class RunInput:
     """One collection's run: what to read, and what the previous version consumed."""
 
     collection: str
-    previous: Path | None  # the current version's folder, if any
+    previous: StateVersion | None  # the current version, if any
     meta: RunMeta = field(default_factory=RunMeta)
     chunks: tuple[Path, ...] = ()  # READ chunk files not applied yet
 
     @property
     def carry(self) -> Path | None:
-        if self.previous is None:
-            return None
-        path = self.previous / CARRY_DIR
-        return path if path.is_dir() else None
+        return self.previous.carry if self.previous is not None else None
 
 
 def stream_files(landing: Path) -> list[str]:
@@ -114,13 +102,11 @@ def ingest_hint(landing: Path) -> str:
     return f"cdc-backfill ingest --landing {shlex.quote(str(landing))}"
 
 
-def read_meta(version: Path | None) -> RunMeta:
-    if version is None or not (version / META_FILE).exists():
-        return RunMeta()
-    return RunMeta.from_json(json.loads((version / META_FILE).read_text()))
+def read_meta(version: StateVersion | None) -> RunMeta:
+    return RunMeta.from_json(version.meta) if version is not None and version.meta else RunMeta()
 
 
-def plan_run(landing: Path, collection: str, previous: Path | None) -> RunInput:
+def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> RunInput:
     meta = read_meta(previous)
     chunk_dir = snapshot_dir(landing, collection)
     chunks = tuple(
@@ -201,10 +187,13 @@ def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
     rows again."""
     names = list(collections)
     for coll in names:
-        previous = current_path(state, coll)
+        try:
+            previous = current_version(state, coll)
+        except StateError:  # the earlier format: the reconcile converts it
+            return False
         if previous is None:
             return False
-        run = plan_run(landing, coll, previous.resolve())
+        run = plan_run(landing, coll, previous)
         if run.chunks or run.meta.position is None:
             return False
         # manifests read by the previous run hold events of other collections only after its position

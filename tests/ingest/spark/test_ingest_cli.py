@@ -17,6 +17,7 @@ from cdc_backfill.layout import ingested_stream_dir, stream_dir
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, plain_url, snapshot_under_writers, sql
+from tests.support.state import state_frame
 from tests.support.workload import seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
@@ -57,7 +58,7 @@ def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(
     assert sum(c["reads_dropped"] for c in run["collections"].values()) > 0
     for coll in TABLES:
         _, key = columns_of(fresh_db, coll)
-        got = keyed_state(spark.read.parquet(str(tmp_path / "state" / coll / "current")).collect(), key)
+        got = keyed_state(state_frame(spark, tmp_path / "state", coll).collect(), key)
         want = source_state(fresh_db, coll, key)
         assert got.keys() == want.keys(), coll
         assert [k for k in want if got[k] != want[k]] == [], coll
@@ -115,7 +116,7 @@ def test_a_capture_goes_on_after_its_json_was_ingested_with_nothing_lost_or_twic
     ingest_landing(spark, landing, None, ColumnSources(landing, "public.cdc_signal"))
     run = reconcile_landing(spark, landing, tmp_path / "state")
     assert run["collections"]["public.t"]["events_applied"] == 100 + 50 + 10 + 20
-    got = keyed_state(spark.read.parquet(str(tmp_path / "state" / "public.t" / "current")).collect(), ["id"])
+    got = keyed_state(state_frame(spark, tmp_path / "state", "public.t").collect(), ["id"])
     assert got == source_state(fresh_db, "public.t", ["id"])
 
 

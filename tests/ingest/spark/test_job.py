@@ -20,6 +20,7 @@ from cdc_backfill.layout import ingested_stream_dir, rolls_dir, staging_dir, str
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.paths import FIXTURES
 from tests.support.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
+from tests.support.state import state_frame
 
 pytestmark = pytest.mark.spark
 
@@ -133,7 +134,7 @@ def test_ingest_then_reconcile_applies_every_rule(spark, tmp_path: Path, fmt: st
         enc.collection
     ]
     assert info["events_applied"] > 0  # from the log
-    rows = spark.read.parquet(str(state / enc.collection / "current")).collect()
+    rows = state_frame(spark, state, enc.collection).collect()
     assert {r["id"]: {"id": r["id"], "v": r["v"], "big": r["big"]} for r in rows} == script.truth
 
 
@@ -215,9 +216,7 @@ def test_types_come_from_the_records_schema_wrapper(spark, tmp_path: Path) -> No
         ("tm", "time without time zone"), ("amount", "numeric(12,2)"),
     ]  # fmt: skip
     reconcile_landing(spark, landing, tmp_path / "state", ["public.pay"])
-    [got] = [
-        r.asDict() for r in spark.read.parquet(str(tmp_path / "state" / "public.pay" / "current")).collect()
-    ]
+    [got] = [r.asDict() for r in state_frame(spark, tmp_path / "state", "public.pay").collect()]
     assert {k: got[k] for k in ("id", "day", "at", "tm", "amount")} == {
         "id": 1, "day": dt.date(2024, 1, 2), "at": dt.datetime(2024, 1, 1, 0, 0, 0, 1),
         "tm": "12:34:56.5", "amount": Decimal("0.99"),

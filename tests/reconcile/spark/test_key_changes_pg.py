@@ -15,6 +15,7 @@ from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, plain_url, send, sql
+from tests.support.state import state_frame
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark]
 
@@ -24,7 +25,7 @@ BIG = "(SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 200))
 
 def state_is_source(spark, url: str, state: Path) -> None:  # type: ignore[no-untyped-def]
     _, key = columns_of(url, DOCS)
-    got = keyed_state(spark.read.parquet(str(state / DOCS / "current")).collect(), key)
+    got = keyed_state(state_frame(spark, state, DOCS).collect(), key)
     want = source_state(url, DOCS, key)
     wrong = sorted(k for k in want.keys() | got.keys() if got.get(k) != want.get(k))
     assert not wrong, f"{len(wrong)} rows differ, e.g. {wrong[:5]}"
@@ -101,6 +102,6 @@ def test_a_row_whose_old_value_was_never_known_is_re_read(spark, fresh_db: str, 
     info = reconcile_landing(spark, landing, state, [DOCS])["collections"][DOCS]
     assert info["rows_with_unknown_columns"] == 0
     _, key = columns_of(url, DOCS)
-    got = keyed_state(spark.read.parquet(str(state / DOCS / "current")).collect(), key)
+    got = keyed_state(state_frame(spark, state, DOCS).collect(), key)
     want = source_state(url, DOCS, key)
     assert {k: got[k] for k in ((7,), (500,))} == {k: want[k] for k in ((7,), (500,))}

@@ -13,6 +13,7 @@ from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import InWindow, send
+from tests.support.state import state_frame
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
@@ -21,7 +22,7 @@ TABLES = ["public.orders", "public.lines", "public.words"]
 
 
 def state_of(spark, state: Path, collection: str, key: list[str]) -> dict:  # type: ignore[no-untyped-def]
-    return keyed_state(spark.read.parquet(str(state / collection / "current")).collect(), key)
+    return keyed_state(state_frame(spark, state, collection).collect(), key)
 
 
 def test_the_log_reconciles_to_the_source_in_one_run_and_in_several(

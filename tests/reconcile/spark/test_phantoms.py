@@ -13,6 +13,7 @@ from cdc_backfill.ingest.columns import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.scripts import ENCODERS, Encoder, Script, phantoms, records, write_chunk, write_stream_file
+from tests.support.state import state_frame
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +35,7 @@ def land(
 
 
 def keys(spark, state: Path, enc: Encoder) -> dict[int, str]:  # type: ignore[no-untyped-def]
-    return {r["id"]: r["v"] for r in spark.read.parquet(str(state / enc.collection / "current")).collect()}
+    return {r["id"]: r["v"] for r in state_frame(spark, state, enc.collection).collect()}
 
 
 @pytest.mark.parametrize("fmt", ["debezium-postgresql", "dataworks"])

@@ -16,6 +16,7 @@ from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import columns_of, source_state
 from tests.support.pg import drain, send
+from tests.support.state import state_frame
 from tests.support.typed import from_text
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
@@ -69,7 +70,7 @@ def test_every_type_reaches_the_state_as_the_source_has_it(spark, fresh_db: str,
     columns, key = columns_of(fresh_db, "public.kinds")
     want = source_state(fresh_db, "public.kinds", key)
     got = {}
-    for r in spark.read.parquet(str(state / "public.kinds" / "current")).collect():
+    for r in state_frame(spark, state, "public.kinds").collect():
         row = {c.name: r[c.name] for c in columns}
         got[(row["id"],)] = row
     assert got.keys() == want.keys()

@@ -30,9 +30,11 @@ from cdc_backfill.layout import log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
-from cdc_backfill.reconcile.spark.state import current_path, write_version
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import size_shuffle
+from cdc_backfill.state.migrate import migrate
+from cdc_backfill.state.spark.frames import write_version
+from cdc_backfill.state.table import StateTable, current_version
 
 log = logging.getLogger("cdc_backfill.reconcile")
 
@@ -47,11 +49,12 @@ def reconcile_landing(
     state: str | Path,
     collections: Sequence[str] | None = None,
     signal_table: str = DEFAULT_SIGNAL_TABLE,
-    keep_versions: int = 3,
     parallel: int = 2,
 ) -> dict[str, Any]:
     """Reconcile every collection of the landing zone (or the given ones) into a new state version, and
     return the run's summary (also written to ``<state>/_runs/``), ``parallel`` collections at a time.
+    Each collection's state is a Delta table (``cdc_backfill.state.table``); one in the earlier folder
+    format is converted first, saying so.
     Raises LandingError when there is no landing zone, or when it holds JSON stream files not moved
     into the log yet."""
     landing, state_dir = Path(landing), Path(state)
@@ -67,8 +70,7 @@ def reconcile_landing(
     def run_one(item: tuple[RunInput, Any, Any]) -> tuple[str, dict[str, Any]]:
         r, columns, key = item
         return r.collection, reconcile_one(
-            spark, landing, state_dir, r, columns, key, manifests[r.meta.position], signal_table,
-            keep_versions,
+            spark, landing, state_dir, r, columns, key, manifests[r.meta.position], signal_table
         )  # fmt: skip
 
     summary: dict[str, Any] = {"events": 0, "collections": {}}
@@ -104,7 +106,8 @@ def planned_runs(
         except FileNotFoundError:
             untyped.append(coll)
             continue
-        runs.append((plan_run(landing, coll, current_path(state_dir, coll)), columns, key))
+        previous = migrate(state_dir, coll) or current_version(state_dir, coll)
+        runs.append((plan_run(landing, coll, previous), columns, key))
     if untyped:
         # only a collection asked for by name can be unknown: the landing's own are all described
         raise LandingError(
@@ -125,9 +128,8 @@ def reconcile_one(
     key: Any,
     landed: LandedLog,
     signal_table: str,
-    keep_versions: int,
 ) -> dict[str, Any]:
-    """One collection's run, written as its next state version; its summary."""
+    """One collection's run, committed as its next state version; its summary."""
     t0 = time.time()
     log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
     rows, signals = run_rows(spark, landing, r, columns, key, signal_table, landed.files)
@@ -137,13 +139,20 @@ def reconcile_one(
     if len(unread.manifests) < len(landed.manifests):
         fresh = run_rows(spark, landing, r, columns, key, signal_table, unread.files)
     frames = read_run(spark, r, columns, key, signal_table)
-    result = reconcile_run(r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests)
+    result = reconcile_run(
+        r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests, by_file=True
+    )
     log.info("%s: writing the state", r.collection)
-    write_version(
-        result.state, state_dir, r.collection, result.info, keep=keep_versions,
-        carry=result.carry, meta=result.meta,
+    version = write_version(
+        result.state, state_dir, r.collection, r.previous, result.info, carry=result.carry, meta=result.meta,
+        replaced=result.replaced,
     )  # fmt: skip
-    info = result.info()
+    if result.replaced is not None:
+        log.info("%s: %d of %d files rewritten, the others kept", r.collection, len(result.replaced),
+                 len(r.previous.files) if r.previous else 0)  # fmt: skip
+    # files of versions older than the table's retention, and any a failed run left unnamed that long
+    StateTable(state_dir, r.collection).vacuum()
+    info = {**result.info(), "version": version}
     log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
              r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
              f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, Row, SparkSession
@@ -35,8 +36,9 @@ from cdc_backfill.reconcile.spark.merge import (
     windows,
 )
 from cdc_backfill.reconcile.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
-from cdc_backfill.reconcile.spark.state import spark_schema_of
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
+from cdc_backfill.state.spark.frames import read_version, version_schema
+from cdc_backfill.state.table import StateVersion
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,8 @@ def read_run(
             old = with_position_keys(spark.read.parquet(str(run.carry)), "position")
             carry_rows = as_log_rows(old, run.collection, columns, key)
             carry_signals = as_signal_rows(old, signal_table)
-    if run.previous:
-        schema = spark_schema_of(run.previous)
-        reader = spark.read.schema(schema) if schema is not None else spark.read
-        previous = with_position_keys(reader.parquet(str(run.previous)), "_cdc_position")
+    if run.previous is not None:
+        previous = with_position_keys(read_version(spark, run.previous), "_cdc_position")
     reads = spark.read.parquet(*map(str, run.chunks)) if run.chunks else None
     return RunFrames(carry_rows, carry_signals, reads, previous)
 
@@ -88,12 +88,15 @@ class RunResult:
     counted: Observation  # the state's rows, its incomplete rows and the keys it lost, counted by the write
     meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
     cached: tuple[DataFrame, ...] = ()  # what the run cached, to release once the version is written
+    # the previous version's files ``state`` replaces (None: all of them); the others are kept as they are
+    replaced: tuple[str, ...] | None = None
+    kept_rows: int = 0  # the rows of the files kept
 
     def info(self) -> dict[str, Any]:
         """The run summary's counts; blocks until the state has been written."""
         counted = self.counted.get
         return {
-            "rows": counted["rows"],
+            "rows": counted["rows"] + self.kept_rows,
             # the stream never sent these rows a value for some column (a key change of a row with an
             # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
             "rows_with_unknown_columns": counted["unknown"],
@@ -118,6 +121,7 @@ def reconcile_run(
     *,
     fresh: tuple[DataFrame, DataFrame] | None = None,
     manifests: Iterable[str] = (),
+    by_file: bool = False,
 ) -> RunResult:
     """Previous state + new log rows after its position + carry + READs not judged yet -> the next
     version. ``rows``/``signals``: the collection's and the signal collection's log rows of the roll
@@ -129,6 +133,10 @@ def reconcile_run(
     one over the new log rows (position, counts, truncates), one for the windows (collected: the
     signal rows are a few per chunk) and the state's write, which counts the state as it goes. Runs
     with READ rows add a count of them and one of their judgement. Release the result once written.
+
+    ``by_file``: where only the keys the stream names change, the result holds only the rows of the
+    previous version's files that hold one of those keys (and the new keys): the writer replaces those
+    files and keeps the others. Else, and always without it, the result is the whole next version.
     """
     spark = rows.sparkSession
     new_rows, new_signals = new_input(run, rows, signals, frames)
@@ -144,15 +152,23 @@ def reconcile_run(
     window_rows, marks = split_marks(found.collect())
     # a local relation from here on: the judgement, the carry and the counts do not find them again
     wins = spark.createDataFrame(window_rows, found.schema).drop(MARK)
-    parts = reconcile_parts(
-        new_rows, new_signals, frames.reads, columns, key, frames.previous,
-        # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
-        stream=typed_stream(new_rows, columns, key), wins=wins, touched_only=touched_only,
-        key_changes=totals["left_out"] > 0,
-    )  # fmt: skip
-    judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
+    stream = typed_stream(new_rows, columns, key)
     snapshots = judge_snapshots(run, window_rows, marks, columns, key, position_of(totals["top"]), manifests)
+    previous, replaced, kept_rows = frames.previous, None, 0
+    # phantom removal reads every row: a run that removes phantoms rewrites the whole version
+    partial = touched_only and not snapshots.removals and run.previous is not None
+    if by_file and partial and None not in run.previous.file_rows:  # type: ignore[union-attr]
+        previous, replaced, kept_rows = touched_part(run.previous, stream, key)
+    parts = reconcile_parts(
+        new_rows, new_signals, frames.reads, columns, key, previous,
+        # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
+        stream=stream, wins=wins, touched_only=touched_only, key_changes=totals["left_out"] > 0,
+    )  # fmt: skip
     state, counted = state_of(parts.keys, snapshots.removals)
+    if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]
+        # the columns changed (a column added at the source): the kept files cannot stay as they are
+        return reconcile_run(run, rows, signals, frames, columns, key, fresh=fresh, manifests=manifests)
+    judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
     counts = run_counts(totals, snapshots, frames.reads, judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
@@ -160,7 +176,43 @@ def reconcile_run(
     cached = (judged,) if judged is not None else ()
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
-    return RunResult(state, carried, counts, counted, meta, cached)
+    return RunResult(state, carried, counts, counted, meta, cached, replaced, kept_rows)
+
+
+def same_columns(a: T.StructType, b: T.StructType) -> bool:
+    """The same column names and types, in order (whether Spark deems a column nullable aside)."""
+    return [(f.name, f.dataType) for f in a.fields] == [(f.name, f.dataType) for f in b.fields]
+
+
+def touched_part(
+    version: StateVersion, stream: DataFrame, key: Sequence[str]
+) -> tuple[DataFrame | None, tuple[str, ...] | None, int]:
+    """The rows of the files of ``version`` that hold a key ``stream`` names, those files, and the rows of
+    the others (from their statistics). One Spark job, over the key columns only. All files touched:
+    (the whole version, None, 0), a plain rewrite."""
+    spark = stream.sparkSession
+    touched = set(touched_files(version, stream, key))
+    everything = read_version(spark, version)
+    if len(touched) == len(version.files):
+        return with_position_keys(everything, "_cdc_position"), None, 0
+    kept = sum(n or 0 for f, n in zip(version.files, version.file_rows, strict=True) if f not in touched)
+    part = replace(version, files=tuple(f for f in version.files if f in touched))
+    rows = with_position_keys(read_version(spark, part), "_cdc_position") if part.files else None
+    return rows, part.files, kept
+
+
+def touched_files(version: StateVersion, stream: DataFrame, key: Sequence[str]) -> list[str]:
+    """The files of ``version`` that hold a key ``stream`` names (a NULL key part matches a NULL, as the
+    merge groups them)."""
+    from urllib.parse import unquote, urlparse
+
+    spark = stream.sparkSession
+    named = F.broadcast(stream.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)]).distinct())
+    rows = read_version(spark, version).select(*key, F.col("_metadata.file_path").alias("_cdc_file"))
+    same = [rows[k].eqNullSafe(named[f"_cdc_k{i}"]) for i, k in enumerate(key)]
+    found = rows.join(named, same, "left_semi").select("_cdc_file").distinct().collect()
+    by_path = {Path(f).resolve(): f for f in version.files}
+    return sorted(by_path[Path(unquote(urlparse(r[0]).path)).resolve()] for r in found)
 
 
 def new_input(

@@ -28,11 +28,10 @@ from cdc_backfill.reconcile.columns import collection_columns
 from cdc_backfill.reconcile.runs import RunInput, landed_log_files, plan_run
 from cdc_backfill.reconcile.spark.job import run_rows
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
-from cdc_backfill.reconcile.spark.state import current_path
 from cdc_backfill.spark.positions import key_literal
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.recheck import ROUNDS
-from cdc_backfill.verify.spark.stats import compare_frame, no_state_reason
+from cdc_backfill.verify.spark.stats import compare_frame, current_state, no_state_reason
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -64,10 +63,10 @@ def state_at(
 ) -> tuple[DataFrame, Callable[[], None]]:
     """The collection's state advanced to P (None: over everything landed), and what releases what
     computing it cached."""
-    previous = current_path(state_dir, collection)
+    previous = current_state(state_dir, collection)
     if previous is None:
         raise VerifyError(no_state_reason(state_dir, collection))
-    run = plan_run(landing, collection, previous.resolve())
+    run = plan_run(landing, collection, previous)
     if position is None:
         return _advanced(spark, landing, run, collection, signal_table, None)
     if run.meta.position is not None and run.meta.position >= (position,):
@@ -113,7 +112,7 @@ def verify_at_position(
     from cdc_backfill.verify.source import read_source
 
     for coll in collections:  # before the source is read: a typo is named at once
-        if current_path(state_dir, coll) is None:
+        if current_state(state_dir, coll) is None:
             raise VerifyError(no_state_reason(state_dir, coll))
     with exported_snapshot(url) as snapshot:
         log.info("reading the source as of %s", snapshot.lsn)

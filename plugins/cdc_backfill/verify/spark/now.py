@@ -16,13 +16,13 @@ from pyspark.sql import SparkSession
 
 from cdc_backfill.capture.publication import CaptureError
 from cdc_backfill.reconcile.runs import stream_files
-from cdc_backfill.reconcile.spark.state import current_path
+from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.compare import RangeStats, compare
 from cdc_backfill.verify.recheck import ROUNDS, pending, recheck
 from cdc_backfill.verify.source import SourceSide, read_source, read_stats
 from cdc_backfill.verify.spark.at_position import AtPosition, state_at
-from cdc_backfill.verify.spark.stats import frame_stats, no_state_reason
+from cdc_backfill.verify.spark.stats import current_state, frame_stats, no_state_reason
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -41,10 +41,10 @@ def _state_stats(
     """The state's count and hash per range: advanced over the landed stream when there is a landing,
     else as its last reconcile wrote it."""
     if landing is None:
-        current = current_path(state_dir, collection)
+        current = current_state(state_dir, collection)
         if current is None:
             raise VerifyError(no_state_reason(state_dir, collection))
-        return frame_stats(spark.read.parquet(str(current)), source)
+        return frame_stats(read_version(spark, current), source)
     if stream_files(landing):  # a Debezium landing's batches: into the log first, as a reconcile would
         from cdc_backfill.ingest.columns import ColumnSources
         from cdc_backfill.ingest.spark.job import ingest_landing
@@ -74,7 +74,7 @@ def verify_now(
     from cdc_backfill.spark.session import build_session
 
     for coll in collections:  # before the source is read: a typo is named at once
-        if current_path(state_dir, coll) is None:
+        if current_state(state_dir, coll) is None:
             raise VerifyError(no_state_reason(state_dir, coll))
     log.info("not verifying at one position: %s", not_exact)
     existing = SparkSession.getActiveSession()

@@ -25,6 +25,8 @@ from cdc_backfill.verify.source import SourceSide
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
+    from cdc_backfill.state.table import StateVersion
+
 MICROS_PER_DAY = 86_400_000_000
 HASH_TYPE = T.DecimalType(38, 0)  # a sum of 60-bit hashes stays exact far beyond any table's size
 
@@ -154,7 +156,7 @@ def range_stats(
     )
 
 
-def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -> Report:
+def compare_state(current: StateVersion, source: SourceSide, master: str = "local[*]") -> Report:
     """The state's range counts and hashes (Spark) against the source's, over the source's ranges.
 
     A caller's session (tests, a verify of several collections) is used and left running; else one is
@@ -163,11 +165,12 @@ def compare_state(current: Path, source: SourceSide, master: str = "local[*]") -
     from pyspark.sql import SparkSession
 
     from cdc_backfill.spark.session import build_session
+    from cdc_backfill.state.spark.frames import read_version
 
     existing = SparkSession.getActiveSession()
     spark = build_session("cdc_backfill_verify", master=master)
     try:
-        return compare_frame(spark.read.parquet(str(current)), source)
+        return compare_frame(read_version(spark, current), source)
     finally:
         if existing is None:
             spark.stop()
@@ -200,17 +203,29 @@ def frame_stats(state: DataFrame, source: SourceSide) -> dict[int, RangeStats]:
     return {int(r["_cdc_r"]): RangeStats(int(r["_cdc_rows"]), int(r["_cdc_hash"])) for r in rows}
 
 
+def current_state(state_dir: Path, collection: str) -> StateVersion | None:
+    """The collection's current version; VerifyError for a state verify cannot read (the earlier folder
+    format: the message names the command that converts it)."""
+    from cdc_backfill.state.table import StateError, current_version
+    from cdc_backfill.verify import VerifyError
+
+    try:
+        return current_version(state_dir, collection)
+    except StateError as exc:
+        raise VerifyError(str(exc)) from None
+
+
 def no_state_reason(state_dir: Path, collection: str) -> str:
     """Why ``collection`` has no state to verify: a name the state does not hold (a typo, with the
     closest names), or a state not written yet."""
     import difflib
 
-    from cdc_backfill.layout import CURRENT, collection_dir, state_collections
+    from cdc_backfill.layout import collection_dir
+    from cdc_backfill.state.table import state_collections
 
     held = state_collections(state_dir)
-    current = collection_dir(state_dir, collection) / CURRENT
     if not held:
-        return f"no state at {current} (run `cdc-backfill reconcile` first)"
+        return f"no state at {collection_dir(state_dir, collection)} (run `cdc-backfill reconcile` first)"
     close = difflib.get_close_matches(collection, held, n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(close)}?" if close else f"it holds {', '.join(held[:10])}"
     return f"the state {state_dir} has no collection {collection}: {hint}"
@@ -221,12 +236,11 @@ def verify_collection(
 ) -> tuple[SourceSide, Report]:
     """Read the source's ranges, then compare the collection's current state with them (Spark only once
     the source was read). Raises VerifyError when there is no state or its columns differ."""
-    from cdc_backfill.layout import CURRENT, collection_dir
     from cdc_backfill.verify import VerifyError
     from cdc_backfill.verify.source import read_source
 
-    current = collection_dir(state_dir, collection) / CURRENT
-    if not current.exists():
+    current = current_state(state_dir, collection)
+    if current is None:
         raise VerifyError(no_state_reason(state_dir, collection))
     source = read_source(engine, collection, ranges)
     return source, compare_state(current, source, master)

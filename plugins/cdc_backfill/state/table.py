@@ -1,0 +1,319 @@
+"""A collection's state as a Delta Lake table (docs/design.md §6.1), read and committed with delta-rs.
+
+``<state>/<collection>/`` is a Delta table: ``_delta_log/`` names the Parquet files of each version.
+Spark writes a run's files into a folder of their own (``v000007-<token>/part-*.parquet``); the driver
+then commits them in one Delta commit that adds them, removes the files they replace, sets the schema
+and records the run in the commit's info (:data:`META_KEY`: what the version consumed, which the next
+run starts from; :data:`RUN_KEY`: its counts). A run that fails before its commit leaves only files no
+version names: every reader goes through the log, so none sees them, and a vacuum removes them.
+
+No Spark here: the reconcile's Spark half writes the files and calls :meth:`StateTable.commit`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from cdc_backfill.layout import CARRY_DIR
+from cdc_backfill.state.stats import file_stats
+
+log = logging.getLogger(__name__)
+
+META_KEY = "cdc_backfill.meta"  # what the version consumed: reconcile.runs.RunMeta, the key, the carry
+RUN_KEY = "cdc_backfill.run"  # the run's counts: rows, events applied, READs judged, ...
+# Delta's own defaults, written into each new table so that they show where users change them
+TABLE_CONFIG = {
+    "delta.logRetentionDuration": "interval 30 days",
+    "delta.deletedFileRetentionDuration": "interval 7 days",
+}
+
+
+LEGACY_CURRENT = "current"  # the earlier format's link to its newest version folder (state.migrate)
+
+
+class StateError(ValueError):
+    """A state that cannot be read or committed as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class StateVersion:
+    """One version of a collection's state, as its Delta log names it."""
+
+    table: Path
+    version: int
+    files: tuple[str, ...]  # its Parquet files, absolute
+    schema_json: str  # the table's schema (Delta's schema JSON, which is Spark's StructType JSON)
+    meta: dict[str, Any] = field(
+        default_factory=dict
+    )  # META_KEY of the run that wrote it ({}: another writer)
+    run: dict[str, Any] = field(default_factory=dict)  # RUN_KEY of that run
+    timestamp_ms: int = 0
+    file_rows: tuple[int | None, ...] = ()  # each file's rows, from its statistics (None: not recorded)
+
+    @property
+    def carry(self) -> Path | None:
+        """The events the run that wrote this version held for the next one, if any."""
+        name = self.meta.get("carry")
+        path = self.table / CARRY_DIR / name if name else None
+        return path if path is not None and path.is_dir() else None
+
+
+def is_state_table(folder: Path) -> bool:
+    return (Path(folder) / "_delta_log").is_dir()
+
+
+def current_version(
+    state: Path | str, collection: str, version: int | None = None, as_of: datetime | str | None = None
+) -> StateVersion | None:
+    """A collection's current version (or ``version``, or the one current at ``as_of``); None when it has
+    no state. StateError for a state still in the earlier folder format, with the command that converts
+    it (a reconcile converts it too)."""
+    table = StateTable(state, collection)
+    if not table.exists() and (table.path / LEGACY_CURRENT).exists():
+        raise StateError(
+            f"the state of {collection} in {state} is in the earlier folder format: convert it with "
+            f"`{migrate_hint(state)}` (a reconcile converts it too)"
+        )
+    return table.current(version, as_of)
+
+
+def migrate_hint(state: Path | str) -> str:
+    """The command that converts a state in the earlier folder format, as the user runs it."""
+    import shlex
+
+    return f"cdc-backfill state --state {shlex.quote(str(state))} --migrate"
+
+
+def state_collections(state: Path) -> list[str]:
+    """The collections that have a state table under ``state``, by name."""
+    root = Path(state)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(("_", ".")) and is_state_table(p))
+
+
+class StateTable:
+    """One collection's state table: its versions, history and commits."""
+
+    def __init__(self, state: Path | str, collection: str) -> None:
+        self.collection = collection
+        self.path = Path(state) / collection
+
+    def exists(self) -> bool:
+        return is_state_table(self.path)
+
+    def _open(self, version: int | None = None, as_of: datetime | str | None = None) -> Any:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        try:
+            table = DeltaTable(str(self.path))
+            if version is not None:
+                table.load_as_version(version)
+            elif as_of is not None:
+                table.load_as_version(as_of)
+        except (DeltaError, ValueError, OSError) as exc:
+            which = f"version {version}" if version is not None else f"as of {as_of}" if as_of else "its log"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StateError(
+                f"{self.collection}: cannot read {which} of the state table {self.path}: {first}"
+            ) from None
+        return table
+
+    def current(self, version: int | None = None, as_of: datetime | str | None = None) -> StateVersion | None:
+        """The newest version (or ``version``, or the one current at ``as_of``); None without a table."""
+        if not self.exists():
+            return None
+        if as_of is not None:
+            as_of = as_time(as_of)
+            first = min((int(h["timestamp"]) for h in self._open().history() if "timestamp" in h), default=0)
+            if as_of.timestamp() * 1000 < first:
+                return None  # the table did not exist yet
+        table = self._open(version, as_of)
+        number = table.version()
+        info = self._commit_info(table, number)
+        files, rows = self._files(table)
+        return StateVersion(
+            self.path,
+            number,
+            files,
+            table.schema().to_json(),
+            _json_field(info, META_KEY),
+            _json_field(info, RUN_KEY),
+            int(info.get("timestamp", 0)),
+            rows,
+        )
+
+    def _files(self, table: Any) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+        """The version's files (absolute) and each one's rows as its statistics give them."""
+        import pyarrow as pa
+
+        actions = pa.table(table.get_add_actions(flatten=True))
+        paths = actions.column("path").to_pylist()
+        counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else []
+        root = str(self.path.resolve())
+        # a relative path in the log is a URI path (percent-encoded)
+        files = tuple(_local(p) if "://" in p else f"{root}/{unquote(p)}" for p in paths)
+        return files, tuple(counts) if counts else tuple(None for _ in files)
+
+    def _commit_info(self, table: Any, number: int) -> dict[str, Any]:
+        """The commit info of the newest commit at or before ``number`` that a reconcile wrote: another
+        writer's commit since (a vacuum, an optimize) keeps the files and what they consumed."""
+        for limit in (4, 64, None):
+            entries = [h for h in table.history(limit) if int(h.get("version", -1)) <= number]
+            for h in sorted(entries, key=lambda h: -int(h.get("version", -1))):
+                if META_KEY in h:
+                    return h
+            if limit is None or len(table.history(limit)) < limit:
+                break
+        return {}
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every version a reconcile committed, oldest first: version, time, and the run's counts."""
+        if not self.exists():
+            return []
+        out = []
+        for h in self._open().history():
+            if META_KEY in h:
+                out.append(
+                    {
+                        "version": int(h["version"]),
+                        "timestamp_ms": int(h["timestamp"]),
+                        **_json_field(h, RUN_KEY),
+                    }
+                )
+        return sorted(out, key=lambda h: h["version"])
+
+    def new_files_dir(self, previous: StateVersion | None) -> Path:
+        """A folder of its own for the next version's files: nothing else ever writes into it."""
+        number = previous.version + 1 if previous is not None else 0
+        return self.path / f"v{number:06d}-{secrets.token_hex(4)}"
+
+    def carry_dir(self, files_dir: Path) -> Path:
+        return self.path / CARRY_DIR / files_dir.name
+
+    def commit(
+        self,
+        files_dir: Path,
+        schema_json: str,
+        read: StateVersion | None,
+        meta: dict[str, Any],
+        run: dict[str, Any],
+        replaced: Sequence[str] | None = None,
+        carry: bool = False,
+    ) -> int:
+        """Commit the Parquet files in ``files_dir`` as the next version after ``read`` (the version the
+        run read; None: a new table), replacing all of ``read``'s files or only ``replaced`` (absolute
+        paths). Fails with StateError when another run committed since ``read``: nothing is lost, the
+        files stay unnamed and the run can be made again. Returns the new version's number."""
+        from deltalake import CommitProperties, Schema
+        from deltalake import transaction as tx
+        from deltalake.exceptions import CommitFailedError
+
+        adds = [self._add_action(p) for p in sorted(Path(files_dir).glob("*.parquet"))]
+        doc = {**meta, **({"carry": files_dir.name} if carry else {})}
+        props = CommitProperties(
+            custom_metadata={META_KEY: json.dumps(doc, default=str), RUN_KEY: json.dumps(run, default=str)}
+        )
+        schema = Schema.from_json(schema_json)
+        try:
+            if read is None:
+                if self.exists():
+                    raise StateError(
+                        f"{self.collection}: another run created the state table {self.path} meanwhile: "
+                        "run the reconcile again"
+                    )
+                tx.create_table_with_add_actions(
+                    str(self.path),
+                    schema,
+                    adds,
+                    mode="error",
+                    configuration=TABLE_CONFIG,
+                    commit_properties=props,
+                )
+                return 0
+            table = self._open(read.version)
+            if replaced is None:
+                # every file replaced (and the schema with them): Delta's overwrite removes them itself
+                table.create_write_transaction(adds, mode="overwrite", schema=schema, commit_properties=props)
+            else:
+                # some files replaced, the others kept: the columns are the table's (the caller checked)
+                now = int(time.time() * 1000)
+                removes = [tx.RemoveAction(self._relative(p), True, now) for p in replaced]
+                kept = Schema.from_json(read.schema_json)
+                table.create_write_transaction(
+                    [*adds, *removes], mode="append", schema=kept, commit_properties=props
+                )
+        except CommitFailedError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise StateError(
+                f"{self.collection}: another run committed to the state since version {read.version if read else 0} "
+                f"was read ({first}): nothing of this run was committed; run the reconcile again"
+            ) from None
+        number = self._open().version()
+        self._drop_old_carries(files_dir.name if carry else None)
+        return number
+
+    def _add_action(self, path: Path) -> Any:
+        from deltalake import transaction as tx
+
+        st = path.stat()
+        return tx.AddAction(
+            self._relative(path), st.st_size, {}, int(st.st_mtime * 1000), True, file_stats(path)
+        )
+
+    def _relative(self, path: str | Path) -> str:
+        return Path(path).resolve().relative_to(self.path.resolve()).as_posix()
+
+    def _drop_old_carries(self, keep: str | None) -> None:
+        """Only the current version's carry is ever read (the next run starts from it)."""
+        root = self.path / CARRY_DIR
+        for old in root.iterdir() if root.is_dir() else ():
+            if old.name != keep:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def vacuum(self, dry_run: bool = False) -> list[str]:
+        """Remove the files no version within the table's retention names (Delta's vacuum, which keeps
+        ``delta.deletedFileRetentionDuration``), and any file a failed run left unnamed that long."""
+        if not self.exists():
+            return []
+        table = self._open()
+        return list(table.vacuum(dry_run=dry_run, enforce_retention_duration=True))
+
+
+def as_time(value: datetime | str) -> datetime:
+    """A point in time as the user gives it (ISO 8601; without a zone: UTC); StateError if it is not one."""
+    from datetime import UTC
+
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise StateError(
+                f"not a time: {value!r} (give an ISO 8601 time such as 2026-11-25T14:30:00Z)"
+            ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _local(uri: str) -> str:
+    return uri.removeprefix("file://") if uri.startswith("file:///") else uri
+
+
+def _json_field(info: dict[str, Any], key: str) -> dict[str, Any]:
+    raw = info.get(key)
+    if isinstance(raw, dict):
+        return raw
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
