@@ -6,6 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cdc_backfill.query import Result
 
 STATE_EPILOG = """examples:
   cdc-backfill state --state state/                                   # collections, rows, version, position
@@ -57,7 +61,8 @@ def _refused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _result(args: argparse.Namespace, state: Path):  # type: ignore[no-untyped-def]
+def _result(args: argparse.Namespace, state: Path) -> Result | None:
+    """What the arguments ask for (None: a conversion, which prints its own lines)."""
     from cdc_backfill.query import StateQueryError, describe, history, run_sql, show
     from cdc_backfill.state.table import StateError, as_time
 
