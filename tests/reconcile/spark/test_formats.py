@@ -19,8 +19,9 @@ from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import nothing_new
-from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
+from cdc_backfill.reconcile.spark.job import LandingError
 from cdc_backfill.state.table import StateTable
+from tests.support.runs import ingest_and_reconcile
 from tests.support.scripts import (
     COLUMNS,
     ENCODERS,
@@ -40,10 +41,7 @@ pytestmark = pytest.mark.spark
 
 
 def reconcile(spark, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """What a user runs: the new stream files into the log (``ingest``), then the reconcile."""
-    ingest_landing(spark, landing, None, ColumnSources(landing, enc.signal))
-    summary = reconcile_landing(spark, landing, state, [enc.collection], enc.signal)
-    return summary["collections"][enc.collection]
+    return ingest_and_reconcile(spark, landing, state, enc)
 
 
 def state_rows(spark, state: Path, enc: Encoder) -> dict[int, dict[str, Any]]:  # type: ignore[no-untyped-def]

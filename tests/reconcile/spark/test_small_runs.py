@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnSources
-from cdc_backfill.ingest.spark.job import ingest_landing
-from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.state.table import current_version
+from tests.support.runs import ingest_and_reconcile
 from tests.support.scripts import ENCODERS, Script, records, write_chunk, write_stream_file
 from tests.support.state import state_frame
 
@@ -31,10 +29,7 @@ def many_files(spark) -> Iterator[None]:  # type: ignore[no-untyped-def]
 
 
 def run(spark, landing: Path, state: Path) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    ingest_landing(spark, landing, None, ColumnSources(landing, ENC.signal))
-    return reconcile_landing(spark, landing, state, [ENC.collection], ENC.signal)["collections"][
-        ENC.collection
-    ]
+    return ingest_and_reconcile(spark, landing, state, ENC)
 
 
 def rows(spark, state: Path) -> dict[int, tuple[Any, ...]]:  # type: ignore[no-untyped-def]

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnSources
-from cdc_backfill.ingest.spark.job import ingest_landing
-from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.state.table import StateTable, current_version
-from tests.support.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
+from tests.support.runs import ingest_and_reconcile, land_first_half
+from tests.support.scripts import ENCODERS, every_rule, write_stream_file
 from tests.support.state import state_frame
 
 pytestmark = pytest.mark.spark
@@ -23,26 +21,21 @@ class Crash(BaseException):
 
 
 def reconcile(spark, landing: Path, state: Path) -> None:  # type: ignore[no-untyped-def]
-    ingest_landing(spark, landing, None, ColumnSources(landing, ENC.signal))
-    reconcile_landing(spark, landing, state, [ENC.collection], ENC.signal)
+    ingest_and_reconcile(spark, landing, state, ENC)
 
 
 def test_a_crash_before_the_commit_leaves_the_previous_version_and_the_next_run_correct(
     spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     script = every_rule(ENC)
-    recs = [r for _, r in records(script, ENC)]
     landing, state = tmp_path / "landing", tmp_path / "state"
-    half = len(recs) // 2
-    write_stream_file(landing, "1.jsonl", recs[:half])
-    for chunk, rows in script.reads.items():
-        write_chunk(landing, ENC.collection, chunk, rows)
+    rest = land_first_half(script, ENC, landing)
     reconcile(spark, landing, state)
     before = current_version(state, ENC.collection)
     assert before is not None
     seen = sorted(tuple(r) for r in state_frame(spark, state, ENC.collection).collect())
 
-    write_stream_file(landing, "2.jsonl", recs[half:])
+    write_stream_file(landing, "2.jsonl", rest)
     real_commit = StateTable.commit
 
     def crash(self, files_dir, *args, **kwargs):  # type: ignore[no-untyped-def]

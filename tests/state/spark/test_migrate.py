@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnSources
-from cdc_backfill.ingest.spark.job import ingest_landing
-from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.state.table import StateError, current_version
-from tests.support.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
+from tests.support.runs import ingest_and_reconcile, land_first_half
+from tests.support.scripts import ENCODERS, every_rule, write_stream_file
 from tests.support.state import state_frame
 
 pytestmark = pytest.mark.spark
@@ -44,22 +42,16 @@ def as_earlier_release(state: Path, collection: str) -> None:
 
 def test_the_next_reconcile_converts_an_earlier_state_and_goes_on(spark, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     script = every_rule(ENC)
-    recs = [r for _, r in records(script, ENC)]
     landing, state = tmp_path / "landing", tmp_path / "state"
-    half = len(recs) // 2
-    write_stream_file(landing, "1.jsonl", recs[:half])
-    for chunk, rows in script.reads.items():
-        write_chunk(landing, ENC.collection, chunk, rows)
-    ingest_landing(spark, landing, None, ColumnSources(landing, ENC.signal))
-    reconcile_landing(spark, landing, state, [ENC.collection], ENC.signal)
+    rest = land_first_half(script, ENC, landing)
+    ingest_and_reconcile(spark, landing, state, ENC)
     as_earlier_release(state, ENC.collection)
     with pytest.raises(StateError, match="earlier folder format"):  # readers name the command
         current_version(state, ENC.collection)
 
-    write_stream_file(landing, "2.jsonl", recs[half:])
-    ingest_landing(spark, landing, None, ColumnSources(landing, ENC.signal))
+    write_stream_file(landing, "2.jsonl", rest)
     with caplog.at_level(logging.INFO, logger="cdc_backfill"):
-        reconcile_landing(spark, landing, state, [ENC.collection], ENC.signal)
+        ingest_and_reconcile(spark, landing, state, ENC)
     assert "converted the state from v000001 of the earlier folder format to a Delta table" in caplog.text
     got = {
         r["id"]: {"id": r["id"], "v": r["v"], "big": r["big"]}

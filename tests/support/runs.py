@@ -1,0 +1,30 @@
+"""Reconcile runs over scripted landings, in the test session's Spark: what several tests share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.scripts import Encoder, Script, records, write_chunk, write_stream_file
+
+
+def ingest_and_reconcile(spark: Any, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:
+    """What a user runs: the new stream files into the log (``ingest``), then the reconcile; the
+    collection's run summary."""
+    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.spark.job import ingest_landing
+    from cdc_backfill.reconcile.spark.job import reconcile_landing
+
+    ingest_landing(spark, landing, None, ColumnSources(landing, enc.signal))
+    summary = reconcile_landing(spark, landing, state, [enc.collection], enc.signal)
+    return summary["collections"][enc.collection]
+
+
+def land_first_half(script: Script, enc: Encoder, landing: Path) -> list[dict[str, Any] | None]:
+    """The first half of the script's stream and all its READ chunks landed; the second half's records."""
+    recs = [r for _, r in records(script, enc)]
+    half = len(recs) // 2
+    write_stream_file(landing, "1.jsonl", recs[:half])
+    for chunk, rows in script.reads.items():
+        write_chunk(landing, enc.collection, chunk, rows)
+    return recs[half:]
