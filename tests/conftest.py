@@ -200,3 +200,27 @@ def icu_server():  # type: ignore[no-untyped-def]
         unavailable("PostgreSQL with ICU", exc)
     yield server
     server.stop()
+
+
+# ---------------------------------------------------------------- S3 (moto's server, a real process)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):  # type: ignore[no-untyped-def]
+    from tests.support.s3 import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log")
+    try:
+        server.start()
+    except (OSError, RuntimeError) as exc:
+        unavailable("moto's S3 server", exc)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The AWS settings that reach the test's S3 server, set in this process's environment."""
+    for key, value in s3_server.env.items():
+        monkeypatch.setenv(key, value)
+    return s3_server.env

@@ -1,0 +1,178 @@
+"""Where the lake is: every location as a URI (a local path, ``file://``, ``s3://bucket/prefix``), and
+what each reader and writer needs to reach it (pure but for building a filesystem object).
+
+One storage layer on the Python side: pyarrow's filesystems. pyarrow already reads and writes every
+Parquet file here, its S3 filesystem takes the standard AWS settings, and delta-rs takes the same
+settings as storage options, so no second client (fsspec, boto3) sits in the product's path. Spark
+gets the same URI with ``s3a://`` and the Hadoop settings that reach the same endpoint.
+
+The S3 settings come from the standard AWS environment variables (``AWS_ENDPOINT_URL``,
+``AWS_REGION`` or ``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_SESSION_TOKEN``) and ``CDC_BACKFILL_S3_PATH_STYLE`` (1: path-style addressing, which S3-compatible
+servers such as MinIO need). They are never printed: :func:`describe` masks them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+SCHEMES = ("file", "s3")
+PATH_STYLE = "CDC_BACKFILL_S3_PATH_STYLE"
+# Hadoop 3.5's s3a defaults carry units ("60s") that the hadoop-aws 3.3 jars the tests use cannot
+# parse: plain numbers work with both (milliseconds, seconds for the keep-alive and purge age)
+_S3A_NUMBERS = {
+    "fs.s3a.connection.timeout": "200000",
+    "fs.s3a.connection.establish.timeout": "30000",
+    "fs.s3a.threads.keepalivetime": "60",
+    "fs.s3a.multipart.purge.age": "86400",
+    "fs.s3a.retry.interval": "500",
+    "fs.s3a.retry.throttle.interval": "100",
+}
+
+
+class StorageError(ValueError):
+    """A location that cannot be used as given; the message says why and what to give instead."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A folder of the lake: ``scheme`` file or s3; ``bucket`` for s3; ``path`` without a leading slash
+    for s3, absolute for a local folder."""
+
+    scheme: str
+    path: str
+    bucket: str = ""
+
+    @property
+    def is_local(self) -> bool:
+        return self.scheme == "file"
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.path}".rstrip("/") if self.bucket else Path(self.path).as_uri()
+
+    def child(self, *parts: str) -> Location:
+        path = "/".join(p.strip("/") for p in (self.path, *parts) if p)
+        return Location(
+            self.scheme, ("/" if self.is_local and not path.startswith("/") else "") + path, self.bucket
+        )
+
+    def spark_uri(self) -> str:
+        """The same folder as Spark's Hadoop connectors name it (``s3a://`` for S3)."""
+        return f"s3a://{self.bucket}/{self.path}".rstrip("/") if self.bucket else self.path
+
+    def fs_path(self) -> str:
+        """The path a pyarrow filesystem of :func:`filesystem` takes."""
+        return f"{self.bucket}/{self.path}".rstrip("/") if self.bucket else self.path
+
+
+def parse_location(text: str | Path, base: Path | None = None) -> Location:
+    """A location as a user types it: a path (relative to ``base`` or the working folder), ``file://``
+    or ``s3://bucket/prefix``. StorageError for anything else."""
+    raw = str(text).strip()
+    if not raw:
+        raise StorageError("no location given: give a folder or s3://bucket/prefix")
+    if "://" not in raw:
+        return Location("file", str((base or Path.cwd()) / raw) if not Path(raw).is_absolute() else raw)
+    parsed = urlparse(raw)
+    scheme = parsed.scheme.lower()
+    if scheme in ("s3a", "s3n"):
+        scheme = "s3"
+    if scheme not in SCHEMES:
+        raise StorageError(
+            f"{raw}: {parsed.scheme}:// is not a lake location here: give a folder or s3://bucket/prefix"
+        )
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise StorageError(f"{raw}: a file:// URI names no host here: give file:///absolute/path")
+        return Location("file", parsed.path)
+    if not parsed.netloc:
+        raise StorageError(f"{raw}: no bucket: give s3://bucket/prefix")
+    return Location("s3", parsed.path.strip("/"), parsed.netloc)
+
+
+def s3_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The S3 settings from the standard AWS environment (only those given)."""
+    env = os.environ if environ is None else environ
+    out = {}
+    for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        if env.get(key):
+            out[key] = env[key]
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        out["AWS_REGION"] = region
+    if env.get(PATH_STYLE, "").strip().lower() in ("1", "true", "yes"):
+        out[PATH_STYLE] = "1"
+    return out
+
+
+def filesystem(location: Location, environ: Mapping[str, str] | None = None) -> Any:
+    """The pyarrow filesystem that reaches ``location`` (use :meth:`Location.fs_path` with it)."""
+    from pyarrow import fs
+
+    if location.is_local:
+        return fs.LocalFileSystem()
+    s = s3_settings(environ)
+    endpoint = s.get("AWS_ENDPOINT_URL", "")
+    kwargs: dict[str, Any] = {"region": s.get("AWS_REGION", "us-east-1")}
+    if endpoint:
+        parsed = urlparse(endpoint)
+        kwargs["endpoint_override"] = parsed.netloc or parsed.path
+        kwargs["scheme"] = parsed.scheme or "https"
+    if "AWS_ACCESS_KEY_ID" in s:
+        kwargs.update(access_key=s["AWS_ACCESS_KEY_ID"], secret_key=s.get("AWS_SECRET_ACCESS_KEY", ""))
+        if "AWS_SESSION_TOKEN" in s:
+            kwargs["session_token"] = s["AWS_SESSION_TOKEN"]
+    kwargs["force_virtual_addressing"] = False if PATH_STYLE in s or endpoint else True
+    return fs.S3FileSystem(**kwargs)
+
+
+def delta_options(location: Location, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """delta-rs' storage options for ``location``: the same settings, and commits by conditional put
+    (an object written only if absent), so two writers can never both take one version."""
+    if location.is_local:
+        return {}
+    s = s3_settings(environ)
+    out = {k: v for k, v in s.items() if k != PATH_STYLE}
+    out.setdefault("AWS_REGION", "us-east-1")
+    out["aws_conditional_put"] = "etag"
+    endpoint = s.get("AWS_ENDPOINT_URL", "")
+    if endpoint.startswith("http://"):
+        out["AWS_ALLOW_HTTP"] = "true"
+    if PATH_STYLE in s or endpoint:
+        out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
+    return out
+
+
+def spark_conf(location: Location, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings that reach ``location`` through s3a (none for a local folder)."""
+    if location.is_local:
+        return {}
+    s = s3_settings(environ)
+    conf = {f"spark.hadoop.{k}": v for k, v in _S3A_NUMBERS.items()}
+    endpoint = s.get("AWS_ENDPOINT_URL", "")
+    if endpoint:
+        parsed = urlparse(endpoint)
+        conf["spark.hadoop.fs.s3a.endpoint"] = parsed.netloc or endpoint
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false" if parsed.scheme == "http" else "true"
+    if PATH_STYLE in s or endpoint:
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+    if "AWS_REGION" in s:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = s["AWS_REGION"]
+    if "AWS_ACCESS_KEY_ID" in s:
+        conf["spark.hadoop.fs.s3a.access.key"] = s["AWS_ACCESS_KEY_ID"]
+        conf["spark.hadoop.fs.s3a.secret.key"] = s.get("AWS_SECRET_ACCESS_KEY", "")
+    return conf
+
+
+_SECRET_WORDS = ("secret", "access.key", "access_key", "token", "password")
+
+
+def describe(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` as they may be printed: every credential masked."""
+    return {k: ("***" if any(w in k.lower() for w in _SECRET_WORDS) else v) for k, v in settings.items()}
