@@ -140,7 +140,7 @@ def run_sql(
         views = view_names(held)
         for i, (coll, names) in enumerate(views.items()):
             source = f"_cdc_version_{i}"
-            dataset = _dataset(read[coll])  # type: ignore[arg-type]
+            dataset = read[coll].dataset()  # type: ignore[union-attr]
             con.register(source, dataset)
             for name in names:
                 con.execute(view_sql(coll, source, dataset.schema.names, name, all_columns))
@@ -156,16 +156,6 @@ def run_sql(
         return Result(list(rel.columns), rows)
     finally:
         con.close()
-
-
-def _dataset(version: StateVersion) -> Any:
-    """One version's rows as an Arrow dataset: its files, with the table's schema (also when it has none)."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-    from deltalake import Schema
-
-    schema = pa.schema(Schema.from_json(version.schema_json).to_arrow())
-    return ds.dataset(list(version.files), schema=schema, format="parquet")
 
 
 def _require_select(sql: str) -> None:

@@ -30,12 +30,7 @@ def state_frame(spark: Any, state: Path, collection: str) -> Any:
 
 def state_table(state: Path, collection: str) -> pa.Table:
     """The current version as an Arrow table (read by pyarrow, no Spark)."""
-    import pyarrow.dataset as ds
-    from deltalake import Schema
-
-    version = state_version(state, collection)
-    schema = pa.schema(Schema.from_json(version.schema_json).to_arrow())
-    return ds.dataset(list(version.files), schema=schema, format="parquet").to_table()
+    return state_version(state, collection).dataset().to_table()
 
 
 def write_state(

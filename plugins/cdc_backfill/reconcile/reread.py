@@ -18,8 +18,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as ds
-
 from cdc_backfill.signals.model import DATA_MAX, AdditionalCondition, Signal, execute_snapshot, new_signal_id
 from cdc_backfill.state.table import StateError, current_version
 
@@ -42,11 +40,7 @@ def incomplete_keys(state: Path, collection: str) -> tuple[list[str], list[tuple
         raise RereadError(
             f"the state of {collection} was written before it named its key: reconcile once more, then re-read"
         )
-    if not current.files:
-        return key, []
-    rows = (
-        ds.dataset(list(current.files), format="parquet").to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
-    )
+    rows = current.dataset().to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
     keys = [tuple(r[k] for k in key) for r in rows if r["_cdc_unknown"]]
     try:
         return key, sorted(keys)

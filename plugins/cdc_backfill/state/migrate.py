@@ -28,30 +28,23 @@ _LEGACY_VERSION = re.compile(r"^v(\d{6})$")
 _SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 
-def legacy_version(state: Path, collection: str) -> Path | None:
-    """The current version folder of a collection's state in the earlier format, if it is one."""
-    folder = Path(state) / collection
-    link = folder / LEGACY_CURRENT
-    if StateTable(state, collection).exists() or not link.exists():
-        return None
-    return link.resolve()
-
-
 def legacy_collections(state: Path) -> list[str]:
     root = Path(state)
     if not root.is_dir():
         return []
     return sorted(
-        p.name for p in root.iterdir() if not p.name.startswith("_") and legacy_version(root, p.name)
+        p.name
+        for p in root.iterdir()
+        if not p.name.startswith("_") and StateTable(root, p.name).legacy_version()
     )
 
 
 def migrate(state: Path, collection: str) -> StateVersion | None:
     """Convert one collection's state; its new current version, or None when there was nothing to convert."""
-    version = legacy_version(state, collection)
+    table = StateTable(state, collection)
+    version = table.legacy_version()
     if version is None:
         return None
-    table = StateTable(state, collection)
     meta: dict[str, Any] = {}
     if (version / LEGACY_META).exists():
         meta = json.loads((version / LEGACY_META).read_text())

@@ -1,7 +1,7 @@
 """Delta file statistics from a Parquet file's footer (pure but for reading the footer).
 
-Readers of the table (delta-rs, DuckDB, Spark with Delta, the reconcile's own choice of files to
-rewrite) skip a file whose key range cannot hold what they look for. Only values that compare in Delta
+Readers of the table (delta-rs, DuckDB, Spark with Delta) skip a file whose range cannot hold what they
+look for; the reconcile takes each file's row count from them (the rows of the files a small run keeps). Only values that compare in Delta
 as they do in Parquet are given: integers, finite floating points, dates and strings of at most 32 characters
 (Delta truncates longer ones, and a truncated maximum would be wrong). The rest get counts only.
 """

@@ -67,6 +67,16 @@ class StateVersion:
         path = self.table / CARRY_DIR / name if name else None
         return path if path is not None and path.is_dir() else None
 
+    def dataset(self) -> Any:
+        """Its rows as an Arrow dataset: the files its log names, with the table's schema (also when it
+        has no file)."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+        from deltalake import Schema
+
+        schema = pa.schema(Schema.from_json(self.schema_json).to_arrow())
+        return ds.dataset(list(self.files), schema=schema, format="parquet")
+
 
 def is_state_table(folder: Path) -> bool:
     return (Path(folder) / "_delta_log").is_dir()
@@ -79,7 +89,7 @@ def current_version(
     no state. StateError for a state still in the earlier folder format, with the command that converts
     it (a reconcile converts it too)."""
     table = StateTable(state, collection)
-    if not table.exists() and (table.path / LEGACY_CURRENT).exists():
+    if table.legacy_version() is not None:
         raise StateError(
             f"the state of {collection} in {state} is in the earlier folder format: convert it with "
             f"`{migrate_hint(state)}` (a reconcile converts it too)"
@@ -111,6 +121,11 @@ class StateTable:
 
     def exists(self) -> bool:
         return is_state_table(self.path)
+
+    def legacy_version(self) -> Path | None:
+        """The current version folder of a state still in the earlier folder format (state.migrate)."""
+        link = self.path / LEGACY_CURRENT
+        return link.resolve() if not self.exists() and link.exists() else None
 
     def _open(self, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         from deltalake import DeltaTable
@@ -170,11 +185,12 @@ class StateTable:
         """The commit info of the newest commit at or before ``number`` that a reconcile wrote: another
         writer's commit since (a vacuum, an optimize) keeps the files and what they consumed."""
         for limit in (4, 64, None):
-            entries = [h for h in table.history(limit) if int(h.get("version", -1)) <= number]
+            commits = table.history(limit)
+            entries = [h for h in commits if int(h.get("version", -1)) <= number]
             for h in sorted(entries, key=lambda h: -int(h.get("version", -1))):
                 if META_KEY in h:
                     return h
-            if limit is None or len(table.history(limit)) < limit:
+            if limit is None or len(commits) < limit:
                 break
         return {}
 

@@ -192,9 +192,8 @@ def touched_part(
     (the whole version, None, 0), a plain rewrite."""
     spark = stream.sparkSession
     touched = set(touched_files(version, stream, key))
-    everything = read_version(spark, version)
     if len(touched) == len(version.files):
-        return with_position_keys(everything, "_cdc_position"), None, 0
+        return with_position_keys(read_version(spark, version), "_cdc_position"), None, 0
     kept = sum(n or 0 for f, n in zip(version.files, version.file_rows, strict=True) if f not in touched)
     part = replace(version, files=tuple(f for f in version.files if f in touched))
     rows = with_position_keys(read_version(spark, part), "_cdc_position") if part.files else None
