@@ -174,10 +174,12 @@ def test_versions_history_and_time_travel(state: Path, capsys: pytest.CaptureFix
             ]
         )
         out, err = capsys.readouterr()
-        if n is None:  # no collection had a state yet then: no view
-            assert code == 2 and "the query failed" in err, err
+        if n is None:  # no collection had a state yet then
+            assert code == 2 and "no collection of" in err and "had a state yet at" in err, err
         else:
             assert code == 0 and json.loads(out)["n"] == n, (out, err)
+    assert main(["state", "--state", str(state), "public.order_lines", "--version", "9"]) == 2
+    assert "public.order_lines has versions 0 to 1: there is no version 9" in capsys.readouterr().err
     assert main(["state", "--state", str(state), "--as-of", "yesterday"]) == 2
     assert "not a time: 'yesterday'" in capsys.readouterr().err
 

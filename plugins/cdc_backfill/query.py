@@ -137,6 +137,8 @@ def run_sql(
         read = {c: _version(state, c, (versions or {}).get(c), as_of if c not in (versions or {}) else None)
                 for c in collections}  # fmt: skip
         held = [c for c, v in read.items() if v is not None]
+        if not held:
+            raise StateQueryError(f"no collection of {state} had a state yet at {as_of}")
         views = view_names(held)
         for i, (coll, names) in enumerate(views.items()):
             source = f"_cdc_version_{i}"

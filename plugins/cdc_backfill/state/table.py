@@ -154,6 +154,12 @@ class StateTable:
             first = min((int(h["timestamp"]) for h in self._open().history() if "timestamp" in h), default=0)
             if as_of.timestamp() * 1000 < first:
                 return None  # the table did not exist yet
+        if version is not None:
+            newest = self._open().version()
+            if not 0 <= version <= newest:
+                raise StateError(
+                    f"{self.collection} has versions 0 to {newest}: there is no version {version}"
+                )
         table = self._open(version, as_of)
         number = table.version()
         info = self._commit_info(table, number)
