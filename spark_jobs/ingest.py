@@ -17,6 +17,7 @@ from cdc_backfill.config import resolve_source
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, catalog_columns, read_column_types
 from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.spark.job import ingest_landing
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session
@@ -38,7 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.verbose)
-    landing = Path(args.landing)
+    landing = lake_path(args.landing)
     try:
         given = read_column_types(args.column_types) if args.column_types else None
         setting = resolve_source() if args.catalog else None

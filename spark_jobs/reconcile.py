@@ -11,11 +11,11 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
 from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.spark.job import ingest_landing
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("cdc_backfill_reconcile")
     try:
         if args.ingest:  # in the same session: one JVM for both
-            sources = ColumnSources(Path(args.landing), args.signal_table, None, None)
-            ingested = ingest_landing(spark, Path(args.landing), None, sources)
+            sources = ColumnSources(lake_path(args.landing), args.signal_table, None, None)
+            ingested = ingest_landing(spark, lake_path(args.landing), None, sources)
             log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
         summary = reconcile_landing(spark, args.landing, args.state, args.collections, args.signal_table)
     except (LandingError, ColumnsError, InputError) as exc:

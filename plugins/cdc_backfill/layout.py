@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from cdc_backfill.lakepath import LakePath, lake_path
+
 STREAM_DIR = "stream"
 LOG_DIR = "log"  # the typed event log: <landing>/log/<collection>/v0001/*.parquet and _schema.json
 LOG_SCHEMA = "_schema.json"
@@ -38,12 +40,12 @@ CARRY_ROWS, CARRY_SIGNALS = "rows", "signals"  # its two parts: the collection's
 RUNS_DIR = "_runs"
 
 
-def landing_meta_file(landing: Path) -> Path:
-    return Path(landing) / LANDING_META
+def landing_meta_file(landing: LakePath) -> LakePath:
+    return lake_path(landing) / LANDING_META
 
 
-def stream_dir(landing: Path) -> Path:
-    return Path(landing) / STREAM_DIR
+def stream_dir(landing: LakePath) -> LakePath:
+    return lake_path(landing) / STREAM_DIR
 
 
 def stream_file_name(first_commit: int, last_commit: int, last_lsn: int) -> str:
@@ -57,36 +59,36 @@ def stream_file_position(name: str) -> tuple[int, int] | None:
     return (int(m.group(2), 16), int(m.group(3), 16)) if m else None
 
 
-def capture_stream_files(landing: Path) -> list[Path]:
+def capture_stream_files(landing: LakePath) -> list[LakePath]:
     """The capture's finished stream files, oldest first."""
     folder = stream_dir(landing)
     files = folder.glob("cdc-*.jsonl") if folder.is_dir() else []
     return sorted(p for p in files if stream_file_position(p.name) is not None)
 
 
-def capture_log_files(landing: Path) -> list[Path]:
+def capture_log_files(landing: LakePath) -> list[LakePath]:
     """The typed log's finished files, every collection and version."""
-    root = Path(landing) / LOG_DIR
+    root = lake_path(landing) / LOG_DIR
     return sorted(root.glob("*/v*/p*.parquet")) if root.is_dir() else []
 
 
-def log_dir(landing: Path, collection: str) -> Path:
+def log_dir(landing: Path, collection: str) -> LakePath:
     """A collection's typed event log (docs/design.md §5.0)."""
-    return Path(landing) / LOG_DIR / collection
+    return lake_path(landing) / LOG_DIR / collection
 
 
-def log_version_dir(landing: Path, collection: str, version: int) -> Path:
+def log_version_dir(landing: Path, collection: str, version: int) -> LakePath:
     """The log files of one schema version of a collection."""
     return log_dir(landing, collection) / f"v{version:04d}"
 
 
-def log_schema_file(landing: Path, collection: str) -> Path:
+def log_schema_file(landing: Path, collection: str) -> LakePath:
     return log_dir(landing, collection) / LOG_SCHEMA
 
 
-def rolls_dir(landing: Path) -> Path:
+def rolls_dir(landing: LakePath) -> LakePath:
     """The typed log's roll manifests: a log file counts as landed only once a manifest names it."""
-    return Path(landing) / LOG_DIR / ROLLS_DIR
+    return lake_path(landing) / LOG_DIR / ROLLS_DIR
 
 
 def roll_manifest_name(last: bytes) -> str:
@@ -114,35 +116,35 @@ def is_ingest_file(name: str) -> bool:
     return "-i" in name
 
 
-def staging_dir(landing: Path) -> Path:
-    return Path(landing) / LOG_DIR / STAGING_DIR
+def staging_dir(landing: LakePath) -> LakePath:
+    return lake_path(landing) / LOG_DIR / STAGING_DIR
 
 
-def quarantine_dir(landing: Path) -> Path:
-    return Path(landing) / QUARANTINE_DIR
+def quarantine_dir(landing: LakePath) -> LakePath:
+    return lake_path(landing) / QUARANTINE_DIR
 
 
-def ingested_stream_dir(landing: Path) -> Path:
-    return Path(landing) / INGESTED_DIR / STREAM_DIR
+def ingested_stream_dir(landing: LakePath) -> LakePath:
+    return lake_path(landing) / INGESTED_DIR / STREAM_DIR
 
 
-def debezium_dir(landing: Path) -> Path:
+def debezium_dir(landing: LakePath) -> LakePath:
     """Debezium's own files in a landing its connector writes: offsets, schema history, notifications."""
-    return Path(landing) / DEBEZIUM_DIR
+    return lake_path(landing) / DEBEZIUM_DIR
 
 
-def snapshot_dir(landing: Path, collection: str) -> Path:
-    return Path(landing) / SNAPSHOT_DIR / collection
+def snapshot_dir(landing: Path, collection: str) -> LakePath:
+    return lake_path(landing) / SNAPSHOT_DIR / collection
 
 
-def schema_file(landing: Path, collection: str) -> Path:
-    return Path(landing) / SCHEMA_DIR / f"{collection}.json"
+def schema_file(landing: Path, collection: str) -> LakePath:
+    return lake_path(landing) / SCHEMA_DIR / f"{collection}.json"
 
 
-def runs_dir(state: Path) -> Path:
+def runs_dir(state: LakePath) -> LakePath:
     """Where each reconcile run leaves its summary."""
-    return Path(state) / RUNS_DIR
+    return lake_path(state) / RUNS_DIR
 
 
-def collection_dir(state: Path, collection: str) -> Path:
-    return Path(state) / collection
+def collection_dir(state: Path, collection: str) -> LakePath:
+    return lake_path(state) / collection

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.names import quote_ident as _quote
 from cdc_backfill.state.table import StateError, StateTable, StateVersion, current_version, state_collections
 
@@ -51,7 +52,7 @@ def view_names(collections: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _require_state(state: Path) -> list[str]:
-    if not Path(state).is_dir():
+    if not lake_path(state).is_dir():
         raise StateQueryError(f"no state folder at {state} (run `cdc-backfill reconcile` first)")
     collections = state_collections(state)
     if not collections:

@@ -17,6 +17,7 @@ from airflow.sdk import BaseHook
 
 from cdc_backfill.airflow.defaults import SOURCE_CONN_ID
 from cdc_backfill.config import config_files, mask_url, resolve_source, source_engine, sqlalchemy_url
+from cdc_backfill.lakepath import lake_path
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -228,7 +229,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
         from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
         url = self.require_source_url()
-        return DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_TABLE, Path(landing))
+        return DebeziumSettings(url, (), self.signal_table or DEFAULT_SIGNAL_TABLE, lake_path(landing))
 
     def ensure_capture(
         self,
@@ -255,7 +256,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
 
         return TypedPostgresCapture(
             self.require_source_url(),
-            Path(landing),
+            lake_path(landing),
             slot=slot or DEFAULT_SLOT,
             publication=publication or DEFAULT_PUBLICATION,
             collections=collections or None,
@@ -286,7 +287,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
 
         snapshot = ScopedSnapshotEngine(
             self.require_source_url(),
-            Path(landing),
+            lake_path(landing),
             readers=readers,
             signal_table=self.signal_table,
             signal_id=signal_id,
@@ -311,6 +312,6 @@ class CdcSourceHook(SourceSignals, BaseHook):
         url = self.require_source_url()
         with disposed(source_engine(url, pool_pre_ping=True)) as engine:
             return verify_collections(
-                url, engine, Path(state_dir), collections, ranges, master,
+                url, engine, lake_path(state_dir), collections, ranges, master,
                 landing=landing, capture=capture, signal_table=self.signal_table,
             )  # fmt: skip

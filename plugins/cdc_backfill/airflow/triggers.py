@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from cdc_backfill.capture.fence import stream_passed
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals import windows
 
 
@@ -19,7 +19,7 @@ def landed(landing: str) -> tuple[int, int]:
     """The greatest (commit LSN, LSN) the capture has landed in ``landing`` (file names only)."""
     from cdc_backfill.capture.landing import landed_position
 
-    return landed_position(Path(landing))
+    return landed_position(lake_path(landing))
 
 
 def debezium_reported(landing: str, signal_id: str | None) -> str | None:
@@ -28,7 +28,7 @@ def debezium_reported(landing: str, signal_id: str | None) -> str | None:
     snapshot's last READs, and the capture records it after landing them."""
     from cdc_backfill.capture.debezium_landing import ended_snapshots
 
-    return ended_snapshots(Path(landing)).get(signal_id) if signal_id else None
+    return ended_snapshots(lake_path(landing)).get(signal_id) if signal_id else None
 
 
 def debezium_scan(source_conn_id: str, signal_table: str | None) -> windows.WindowScan:

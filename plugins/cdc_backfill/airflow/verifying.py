@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_backfill.lakepath import lake_path
+
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
@@ -47,7 +49,7 @@ def verify_collections(
     reports = []
     try:
         done = verify_here(
-            url, engine, Path(state_dir), collections, ranges, landing=landing, catch_up=ways.catch_up,
+            url, engine, lake_path(state_dir), collections, ranges, landing=landing, catch_up=ways.catch_up,
             refresh=ways.refresh, not_exact=ways.not_exact, signal_table=signal_table or DEFAULT_SIGNAL_TABLE, master=master,
         )  # fmt: skip
         for item in done:

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.capture.publication import CaptureError
 from cdc_backfill.files import write_atomically
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import landing_meta_file
 from cdc_backfill.signals.tables import utc_now
 
@@ -107,7 +108,7 @@ def check_binding(conn: sa.Connection, landing: Path, slot: str, schema: str | N
             )
     if row is not None and (meta is None or row.landing_id != meta["id"]):
         raise SlotBindingError(
-            f"slot {slot} belongs to the landing zone {row.landing}, not {Path(landing).resolve()}: give "
+            f"slot {slot} belongs to the landing zone {row.landing}, not {lake_path(landing).resolve()}: give "
             f"--landing {row.landing} to go on with it, or --slot NAME to start a second landing zone "
             "with a slot of its own"
         )

@@ -29,6 +29,7 @@ from cdc_backfill.capture.debezium_landing import (
 )
 from cdc_backfill.capture.publication import slot_exists
 from cdc_backfill.config import mask_url, source_engine
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import debezium_dir
 
 SIGNAL_COLUMNS = ("id", "type", "data")  # Debezium reads a signal row's first three columns as these
@@ -145,7 +146,7 @@ def _check_collection(inspector: Any, collection: str) -> None:
 def debezium_status(landing: Path, url: str | None = None, slot: str | None = None) -> dict[str, Any]:
     """What the landing holds from ``capture debezium``, the snapshots Debezium reported, and (with a
     PostgreSQL source) its slot."""
-    landing = Path(landing)
+    landing = lake_path(landing)
     waiting = waiting_batches(landing)
     out: dict[str, Any] = {
         "landing": str(landing),

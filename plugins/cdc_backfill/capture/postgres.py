@@ -54,6 +54,7 @@ from cdc_backfill.capture.sinks import (
 from cdc_backfill.capture.source import ElementTypes, relation_schema, set_up_source
 from cdc_backfill.capture.status import capture_status
 from cdc_backfill.config import source_engine
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.connect import libpq_dsn
 from cdc_backfill.signals.marks import DRAIN_PREFIX
@@ -104,7 +105,7 @@ class PostgresCapture:
         roll_seconds: float = 30.0,
     ) -> None:
         self.url = url
-        self.landing = Path(landing)
+        self.landing = lake_path(landing)
         self.slot = slot
         self.publication = publication
         self.patterns = list(collections) if collections else None

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.publication import DEFAULT_SLOT, CaptureError
 from cdc_backfill.config import mask_url, source_engine
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import capture_log_files, capture_stream_files
 
 
@@ -42,9 +43,11 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
             lag_bytes=row.lag,
         )
     if landing is not None:
-        files = capture_stream_files(Path(landing)) + capture_log_files(Path(landing))  # either, or both
+        files = capture_stream_files(lake_path(landing)) + capture_log_files(
+            lake_path(landing)
+        )  # either, or both
         newest = max(files, key=lambda f: f.stat().st_mtime, default=None)
-        commit, lsn = landed_position(Path(landing))
+        commit, lsn = landed_position(lake_path(landing))
         out.update(
             files=len(files),
             bytes=sum(f.stat().st_size for f in files),

@@ -6,10 +6,10 @@ import argparse
 import json
 import shlex
 import sys
-from pathlib import Path
 
 from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
 from cdc_backfill.config import require_source_url
+from cdc_backfill.lakepath import lake_path
 
 CAPTURE_EPILOG = """examples:
   cdc-backfill capture postgres --source postgresql+psycopg2://cdc@db/app --landing /lake/app --drain
@@ -32,7 +32,7 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
         kind = TypedPostgresCapture if args.format == "log" else PostgresCapture
         cap = kind(
             require_source_url(args.source),
-            Path(args.landing),
+            lake_path(args.landing),
             slot=args.slot,
             publication=args.publication,
             collections=collections,
@@ -57,7 +57,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
     try:
         status = capture_status(
-            require_source_url(args.source), Path(args.landing) if args.landing else None, args.slot
+            require_source_url(args.source), lake_path(args.landing) if args.landing else None, args.slot
         )
     except CaptureError as exc:
         print(str(exc), file=sys.stderr)
@@ -87,7 +87,7 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
             url=require_source_url(args.source),
             collections=tuple(args.collections or ()),
             signal_table=args.signal_table,
-            landing=Path(args.landing),
+            landing=lake_path(args.landing),
             name=args.name,
             slot=args.slot,
             publication=args.publication,
@@ -130,7 +130,7 @@ def _debezium_status(args: argparse.Namespace, debezium_status) -> int:  # type:
 
     setting = resolve_source(args.source)
     try:
-        status = debezium_status(Path(args.landing), setting.url if setting else None, args.slot)
+        status = debezium_status(lake_path(args.landing), setting.url if setting else None, args.slot)
     except CaptureError as exc:
         print(str(exc), file=sys.stderr)
         return 3

@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 
@@ -25,7 +26,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     missing = [p for p in args.inputs if not Path(p).exists()]
     if missing:
         return refuse(f"no such file or folder: {', '.join(missing)}")
-    if not args.inputs and not Path(args.landing).is_dir():
+    if not args.inputs and not lake_path(args.landing).is_dir():
         return refuse(f"no landing zone at {args.landing}: give it, or the files to ingest into it")
     try:
         # a bad file is refused before Spark starts
@@ -35,7 +36,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             _check_sample(args, given)
     except (ColumnsError, ConfigError, InputError) as exc:
         return refuse(str(exc))
-    Path(args.landing).mkdir(parents=True, exist_ok=True)
+    lake_path(args.landing).mkdir(parents=True, exist_ok=True)
     cmd = ingest_command(
         args.landing, [str(Path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
         column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose,
@@ -56,7 +57,7 @@ def _check_sample(args: argparse.Namespace, given: dict) -> None:  # type: ignor
     from cdc_backfill.ingest.precheck import check_sample
     from cdc_backfill.layout import stream_dir
 
-    landing = Path(args.landing)
+    landing = lake_path(args.landing)
     own = stream_dir(landing)
     paths = [Path(p) for p in args.inputs] or ([own] if own.is_dir() and any(own.iterdir()) else [])
     if paths:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 
@@ -19,17 +20,17 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     from cdc_backfill.reconcile.runs import unmoved_json_reason
     from cdc_backfill.spark.submit import reconcile_command, submit_environ
 
-    if "://" not in args.landing and not Path(args.landing).is_dir():
+    if "://" not in args.landing and not lake_path(args.landing).is_dir():
         print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder the capture and "
               "snapshots write to)", file=sys.stderr)  # fmt: skip
         return 2
     if "://" not in args.landing:
         # refused here, before a Spark session starts; the job refuses the same (a remote landing zone)
-        unmoved = unmoved_json_reason(Path(args.landing))
+        unmoved = unmoved_json_reason(lake_path(args.landing))
         if unmoved:
             print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
             return 2
-        unknown = unknown_collections(Path(args.landing), args.collections or [], args.signal_table)
+        unknown = unknown_collections(lake_path(args.landing), args.collections or [], args.signal_table)
         if unknown:
             print(f"cdc-backfill reconcile: {unknown}", file=sys.stderr)
             return 2
@@ -53,9 +54,9 @@ def _nothing_new(args: argparse.Namespace) -> bool:
     from cdc_backfill.reconcile.columns import landed_collections
     from cdc_backfill.reconcile.runs import nothing_new
 
-    landing = Path(args.landing)
+    landing = lake_path(args.landing)
     names = args.collections or landed_collections(landing, args.signal_table)
-    if args.print_command or "://" in args.state or not nothing_new(landing, Path(args.state), names):
+    if args.print_command or "://" in args.state or not nothing_new(landing, lake_path(args.state), names):
         return False
     print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
           file=sys.stderr)  # fmt: skip

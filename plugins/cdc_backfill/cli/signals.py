@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from cdc_backfill.config import require_source_url
+from cdc_backfill.lakepath import lake_path
 
 SIGNAL_EPILOG = """examples (every option):
   cdc-backfill signal init --source postgresql+psycopg2://cdc@db:5432/app
@@ -86,7 +86,7 @@ def _cmd_reread(args: argparse.Namespace) -> int:
     from cdc_backfill.reconcile.reread import RereadError, plan_rereads, reread_filter
     from cdc_backfill.signals.model import SignalError
 
-    state = Path(args.state)
+    state = lake_path(args.state)
     if not state.is_dir():
         print(
             f"cdc-backfill signal reread: no state at {args.state} (give the folder reconcile writes)",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_backfill.config import require_source_url
+from cdc_backfill.lakepath import lake_path
 
 if TYPE_CHECKING:
     from cdc_backfill.snapshot.status import CollectionStatus
@@ -28,7 +28,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         engine = SnapshotEngine(
             require_source_url(args.source),
-            Path(args.landing),
+            lake_path(args.landing),
             readers=args.readers,
             signal_table=args.signal_table,
         )

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdc_backfill.lakepath import lake_path
+
 if TYPE_CHECKING:
     from cdc_backfill.query import Result
 
@@ -33,7 +35,7 @@ def _cmd_state(args: argparse.Namespace) -> int:
     if refused:
         print(f"cdc-backfill state: {refused}", file=sys.stderr)
         return 2
-    state = Path(args.state)
+    state = lake_path(args.state)
     try:
         result = _result(args, state)
     except StateQueryError as exc:

@@ -20,10 +20,10 @@ import json
 import logging
 import shlex
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import collection_dir
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
@@ -78,7 +78,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if verified is None:
         return 2
     source, report = verified
-    table = collection_dir(Path(args.state), args.collection)
+    table = collection_dir(lake_path(args.state), args.collection)
     report = dataclasses.replace(report, extra={"source": mask_url(url), "state": str(table), **report.extra})
     repaired, repair_id = _repair(args, url, source, report) if args.repair else (0, None)
     hint = None if args.repair else _repair_hint(args, report)
@@ -113,10 +113,10 @@ def _verify_at_position(args: argparse.Namespace, url: str) -> tuple[SourceSide,
     from cdc_backfill.verify.spark.at_position import verify_collections
 
     # Absolute before Spark sees it: a session's JVM resolves relative paths against its own folder.
-    state = Path(args.state).absolute()
+    state = lake_path(args.state).absolute()
     engine = source_engine(url, pool_pre_ping=True)
     # the landing given, else the one the state's last reconcile read
-    landing = Path(args.landing).absolute() if args.landing else last_landing(state)
+    landing = lake_path(args.landing).absolute() if args.landing else last_landing(state)
     ways = reach(url, landing, args.signal_table)
     try:
         [done] = verify_collections(
@@ -208,7 +208,7 @@ def _steps(args: argparse.Namespace, signal_id: str):  # type: ignore[no-untyped
     from cdc_backfill.verify.steps import landing_engine, repair_steps
 
     landing = args.landing or "LANDING"
-    engine = landing_engine(Path(landing)) if args.landing else "native"
+    engine = landing_engine(lake_path(landing)) if args.landing else "native"
     return repair_steps(
         args.source, landing, args.state, args.collection, signal_id, engine, args.signal_table
     )

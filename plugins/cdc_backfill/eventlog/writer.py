@@ -31,6 +31,7 @@ from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCH
 from cdc_backfill.eventlog.store import write_events
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.files import write_atomically
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import LOG_DIR, is_ingest_file, roll_manifest_name, rolls_dir
 from cdc_backfill.pg.csvtext import csv_row, text_table
 
@@ -68,7 +69,7 @@ def remove_unlanded(landing: Path, ingest: bool = False) -> list[Path]:
     """Delete log files no manifest names and partial files (what a crash left); returns them. A
     capture's (``ingest`` False) and an ingest's are each left to the writer of their kind: the other
     may be running now, about to name its files."""
-    root = Path(landing) / LOG_DIR
+    root = lake_path(landing) / LOG_DIR
     if not root.is_dir():
         return []
     named = named_log_files(landing)
@@ -91,7 +92,7 @@ class LogWriter:
     def __init__(
         self, landing: Path, origin: str, roll_events: int = 500_000, roll_seconds: float = 30.0
     ) -> None:
-        self.landing = Path(landing)
+        self.landing = lake_path(landing)
         self.origin = origin
         self.roll_events = roll_events
         self.roll_seconds = roll_seconds

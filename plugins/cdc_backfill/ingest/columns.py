@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 
@@ -134,7 +135,7 @@ class ColumnSources:
         given: dict[str, Described] | None = None,
         wrapped: dict[str, Described] | None = None,
     ) -> None:
-        self.landing = Path(landing)
+        self.landing = lake_path(landing)
         self.signal_table = signal_table
         self.source = source
         self.given = given or {}

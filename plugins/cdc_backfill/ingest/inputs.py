@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdc_backfill.eventlog.writer import remove_unlanded, roll_manifests
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import LOG_DIR, STREAM_SUFFIXES, ingested_stream_dir, staging_dir, stream_dir
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def pending(landing: Path, paths: list[Path]) -> tuple[list[InputFile], list[Inp
 @contextmanager
 def ingest_lock(landing: Path) -> Iterator[None]:
     """One ingest at a time per landing zone; a second one is refused, not queued."""
-    root = Path(landing) / LOG_DIR
+    root = lake_path(landing) / LOG_DIR
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / ".ingest.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:

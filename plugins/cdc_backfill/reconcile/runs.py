@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cdc_backfill.events.positions import position_key
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import STREAM_SUFFIXES, rolls_dir, runs_dir, snapshot_dir, stream_dir
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
 from cdc_backfill.state.table import StateError, StateVersion, current_version
@@ -176,7 +177,7 @@ def last_landing(state: Path) -> Path | None:
         except (OSError, ValueError):
             continue
         if landing:
-            return Path(landing) if Path(landing).is_dir() else None
+            return lake_path(landing) if lake_path(landing).is_dir() else None
     return None
 
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cdc_backfill.files import write_parquet
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.csvtext import text_table
 from cdc_backfill.snapshot.shape import SIGNAL_META, TableShape
@@ -77,6 +78,6 @@ def remove_partial_chunks(landing: Path, collection: str | None = None) -> None:
     if collection:
         stale_files = snapshot_dir(landing, collection).glob(".*.parquet.part")
     else:
-        stale_files = (Path(landing) / SNAPSHOT_DIR).glob("*/.*.parquet.part")
+        stale_files = (lake_path(landing) / SNAPSHOT_DIR).glob("*/.*.parquet.part")
     for stale in stale_files:
         stale.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cdc_backfill.config import source_engine
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.names import quoted_table
 from cdc_backfill.pg.connect import SESSION_OPTIONS
 from cdc_backfill.signals.model import Signal
@@ -64,7 +65,7 @@ class SnapshotEngine:
         self.url = url
         self.window_hook = window_hook
         self.control_interval = 0.5  # seconds between two reads of the signals by the readers
-        self.landing = Path(landing)
+        self.landing = lake_path(landing)
         self.readers = max(1, readers)
         self.poll_seconds = poll_seconds
         self.engine = source_engine(

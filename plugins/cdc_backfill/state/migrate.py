@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import CARRY_DIR
 from cdc_backfill.state.table import LEGACY_CURRENT, StateTable, StateVersion
 
@@ -29,7 +30,7 @@ _SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 
 def legacy_collections(state: Path) -> list[str]:
-    root = Path(state)
+    root = lake_path(state)
     if not root.is_dir():
         return []
     return sorted(

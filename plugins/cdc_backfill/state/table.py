@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import CARRY_DIR
 from cdc_backfill.state.stats import file_stats
 
@@ -106,7 +107,7 @@ def migrate_hint(state: Path | str) -> str:
 
 def state_collections(state: Path) -> list[str]:
     """The collections that have a state table under ``state``, by name."""
-    root = Path(state)
+    root = lake_path(state)
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if not p.name.startswith(("_", ".")) and is_state_table(p))
@@ -117,7 +118,7 @@ class StateTable:
 
     def __init__(self, state: Path | str, collection: str) -> None:
         self.collection = collection
-        self.path = Path(state) / collection
+        self.path = lake_path(state) / collection
 
     def exists(self) -> bool:
         return is_state_table(self.path)

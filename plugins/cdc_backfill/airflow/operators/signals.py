@@ -13,6 +13,7 @@ from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
 from cdc_backfill.capture.debezium import DebeziumRefused
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.model import SignalError, new_signal_id
 from cdc_backfill.signals.windows import scan_windows
 
@@ -139,7 +140,7 @@ class CdcExecuteSnapshotOperator(CdcOperator):
                 landing = plans.optional_text(self.landing_dir)
                 if not landing:
                     raise ValueError("capture=drain needs landing_dir")
-                for warning in hook.ensure_capture(Path(landing)):
+                for warning in hook.ensure_capture(lake_path(landing)):
                     self.log.warning("%s", warning)
             if plans.optional_text(self.capture) == "debezium":
                 landing = plans.optional_text(self.landing_dir)
@@ -147,7 +148,7 @@ class CdcExecuteSnapshotOperator(CdcOperator):
                     raise ValueError("capture=debezium needs landing_dir")
                 # Debezium's slot must exist before the signal: a signal row written before it is not in
                 # the slot's stream, and Debezium would never start the snapshot.
-                ran = hook.debezium_drain(Path(landing))
+                ran = hook.debezium_drain(lake_path(landing))
                 self.log.info("Debezium's connector is streaming: %s records landed", ran.records)
             windows = scan_windows(hook.window_rows()).windows
             validated, sent = hook.send_signal(signal)

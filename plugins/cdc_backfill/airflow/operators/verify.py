@@ -11,6 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import CdcOperator, prepare_runtime
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.states import RangeStatus
 
 
@@ -72,7 +73,7 @@ class CdcVerifyOperator(CdcOperator):
         landing = plans.optional_text(self.landing_dir)
         reports = hook.verify(
             Path(str(self.state_dir)), collections, self.ranges, self.master,
-            landing=Path(landing) if landing else None, capture=plans.optional_text(self.capture),
+            landing=lake_path(landing) if landing else None, capture=plans.optional_text(self.capture),
         )  # fmt: skip
         differing, changing = [], []
         for report in reports:

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, OPS, ORIGIN, POSITION, TS_MS, UNCHANGED
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import LOG_DIR
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
@@ -98,7 +99,7 @@ def as_signal_rows(events: DataFrame, signal_table: str, ts: bool = False) -> Da
 
 def collection_log_files(landing: Path, collection: str, files: Sequence[str]) -> list[Path]:
     prefix = f"{collection}/"
-    return [Path(landing) / LOG_DIR / f for f in files if f.startswith(prefix)]
+    return [lake_path(landing) / LOG_DIR / f for f in files if f.startswith(prefix)]
 
 
 def read_log_rows(

@@ -33,6 +33,7 @@ from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, 
 from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import (
     LOG_DIR,
     ingest_file_name,
@@ -115,7 +116,7 @@ def ingest_files(
 ) -> dict[str, Any]:
     """Land ``inputs`` in the log (the caller holds the ingest lock and left out what was ingested);
     ``sources`` types the collections found, or raises naming those it cannot (nothing written)."""
-    landing = Path(landing)
+    landing = lake_path(landing)
     run = run or time.strftime("%Y%m%dT%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
     started = time.time()
     summary: dict[str, Any] = {
@@ -296,7 +297,7 @@ def ingest_landing(
 ) -> dict[str, Any]:
     """Ingest ``paths`` (files or folders; None: the landing's own ``stream/``) into the landing's log,
     each file once; then move the landing's own stream files the log holds out of ``stream/``."""
-    landing = Path(landing)
+    landing = lake_path(landing)
     own = stream_dir(landing)
     with ingest_lock(landing):
         remove_unnamed(landing)

@@ -26,6 +26,7 @@ from cdc_backfill.eventlog.spark.rows import (
     signal_schema,
 )
 from cdc_backfill.eventlog.store import read_schema
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
@@ -57,7 +58,7 @@ def reconcile_landing(
     format is converted first, saying so.
     Raises LandingError when there is no landing zone, or when it holds JSON stream files not moved
     into the log yet."""
-    landing, state_dir = Path(landing), Path(state)
+    landing, state_dir = lake_path(landing), lake_path(state)
     started = time.time()
     runs = planned_runs(landing, state_dir, collections, signal_table)
     # the roll manifests after a position: read once for all collections whose state is there
