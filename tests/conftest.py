@@ -150,11 +150,50 @@ def spark():  # type: ignore[no-untyped-def]
     try:
         from cdc_backfill.spark.session import build_session
 
-        session = build_session("cdc_backfill_tests", master="local[2]")
+        session = build_session("cdc_backfill_tests", master="local[2]", conf=_s3a_classpath())
     except Exception as exc:
         unavailable("Spark", exc)
     yield session
     session.stop()
+
+
+_S3A_JARS: list[Path] = []  # the S3 connector's jars, if they could be had (tests.support.jars)
+_S3A_ERROR: list[str] = []
+
+
+def _s3a_classpath() -> dict[str, str]:
+    """The S3 connector on the shared session's class path, which only a JVM's start can set: tests
+    that need it fail (CI) or skip through :func:`s3_spark` when it could not be had."""
+    from tests.support.jars import classpath_conf, s3a_jars
+
+    try:
+        _S3A_JARS[:] = s3a_jars()
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        _S3A_ERROR.append(str(exc))
+        return {}
+    return classpath_conf(_S3A_JARS)
+
+
+@pytest.fixture
+def s3_spark(spark, s3_env):  # type: ignore[no-untyped-def]
+    """The shared session reaching the test's S3 server: the settings a session built now would get
+    (``cdc_backfill.storage.spark_conf``), set on its Hadoop configuration."""
+    from cdc_backfill.storage import spark_conf
+
+    if not _S3A_JARS:
+        unavailable("Spark's S3 connector", _S3A_ERROR[0] if _S3A_ERROR else "no jars")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in spark_conf(s3_env).items():
+        hadoop.set(key.removeprefix("spark.hadoop."), value)
+    return spark
+
+
+@pytest.fixture
+def s3_lake(s3_server, s3_env):  # type: ignore[no-untyped-def]
+    """A bucket of the test's own on the S3 server, as the path of the lake in it."""
+    from cdc_backfill.lakepath import S3Path
+
+    return S3Path(s3_server.new_bucket(), "lake")
 
 
 @pytest.fixture(autouse=True)

@@ -71,7 +71,7 @@ def test_each_reader_gets_the_same_place() -> None:
 
 def test_spark_and_delta_settings_from_the_standard_aws_environment() -> None:
     loc = parse_location("s3://bucket/lake")
-    conf = spark_conf(loc, S3_ENV)
+    conf = spark_conf(S3_ENV)
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
@@ -80,13 +80,15 @@ def test_spark_and_delta_settings_from_the_standard_aws_environment() -> None:
     opts = delta_options(loc, S3_ENV)
     assert opts["aws_conditional_put"] == "etag" and opts["AWS_ALLOW_HTTP"] == "true"
     assert opts["AWS_REGION"] == "eu-west-1"
-    assert spark_conf(parse_location("/data"), S3_ENV) == {} == delta_options(parse_location("/data"), S3_ENV)
+    assert conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"  # s3:// as s3a://
+    assert delta_options(parse_location("/data"), S3_ENV) == {}
+    assert "spark.hadoop.fs.s3a.endpoint" not in spark_conf({})  # AWS itself: s3a's own default
 
 
 def test_credentials_are_never_printed() -> None:
     shown = describe(
         {
-            **spark_conf(parse_location("s3://b/l"), S3_ENV),
+            **spark_conf(S3_ENV),
             **delta_options(parse_location("s3://b/l"), S3_ENV),
         }
     )

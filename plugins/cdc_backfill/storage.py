@@ -149,12 +149,15 @@ def delta_options(location: Location, environ: Mapping[str, str] | None = None) 
     return out
 
 
-def spark_conf(location: Location, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The Spark settings that reach ``location`` through s3a (none for a local folder)."""
-    if location.is_local:
-        return {}
+def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings that reach S3 through the s3a connector, for every session: ``s3://`` and
+    ``s3a://`` both name it (the product's URIs are ``s3://``), and the endpoint, addressing, region and
+    credentials of :func:`s3_settings` where given (Spark redacts the credentials in its UI and logs;
+    without them s3a takes its own chain: instance roles, the AWS environment). The connector's jars are
+    the user's to add (``hadoop-aws``, README "The lake on S3")."""
     s = s3_settings(environ)
     conf = {f"spark.hadoop.{k}": v for k, v in _S3A_NUMBERS.items()}
+    conf["spark.hadoop.fs.s3.impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
     endpoint = s.get("AWS_ENDPOINT_URL", "")
     if endpoint:
         parsed = urlparse(endpoint)
@@ -167,6 +170,16 @@ def spark_conf(location: Location, environ: Mapping[str, str] | None = None) -> 
     if "AWS_ACCESS_KEY_ID" in s:
         conf["spark.hadoop.fs.s3a.access.key"] = s["AWS_ACCESS_KEY_ID"]
         conf["spark.hadoop.fs.s3a.secret.key"] = s.get("AWS_SECRET_ACCESS_KEY", "")
+        # named, not left to the defaults: Hadoop 3.5's list names AWS SDK v2 classes, which older
+        # connectors (built on SDK v1) cannot load; this class is in both
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        )
+        if "AWS_SESSION_TOKEN" in s:
+            conf["spark.hadoop.fs.s3a.session.token"] = s["AWS_SESSION_TOKEN"]
+            conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+                "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+            )
     return conf
 
 

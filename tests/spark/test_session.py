@@ -18,8 +18,10 @@ def test_local_sessions_get_small_machine_defaults() -> None:
         session_conf("local[*]", {"spark.sql.shuffle.partitions": "16"})["spark.sql.shuffle.partitions"]
         == "16"
     )
-    # a cluster keeps its own defaults
-    assert session_conf("spark://master:7077") == {}
+    # a cluster keeps its own defaults; every session reaches S3 through s3a (cdc_backfill.storage)
+    cluster = session_conf("spark://master:7077")
+    assert not set(cluster) & set(LOCAL_CONF)
+    assert cluster["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
 def test_session_runs_a_job_in_utc(spark) -> None:  # type: ignore[no-untyped-def]

@@ -81,3 +81,12 @@ def _credentials(env: dict[str, str]) -> dict[str, str]:
         "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
         "region_name": env["AWS_REGION"],
     }
+
+
+def upload(local: Path, dest: object) -> None:
+    """Copy a local folder's files to an S3 path (``cdc_backfill.lakepath.S3Path``), names kept."""
+    from pyarrow import fs
+
+    fs.copy_files(
+        str(local), dest.fs_path, source_filesystem=fs.LocalFileSystem(), destination_filesystem=dest.fs
+    )  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.spark.log4j import is_jvm_noise, spark_log_level, with_driver_java_options
+from cdc_backfill.storage import spark_conf
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dic
     conf: dict[str, str] = {}
     if master is None or master.startswith("local"):
         conf.update(LOCAL_CONF)
+    conf.update(spark_conf())  # a lake on S3 (cdc_backfill.storage)
     conf.update(extra or {})
     return conf
 

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
+
+from cdc_backfill.lakepath import LakePath, S3Path
 
 _MAX_TEXT = 32
 
 
-def file_stats(path: Path) -> str:
+def file_stats(path: LakePath) -> str:
     """The Delta ``stats`` JSON of one Parquet file: numRecords, and per top-level column its null count
     and, where exact, its minimum and maximum."""
     import pyarrow.parquet as pq
 
-    meta = pq.read_metadata(path)
+    meta = (
+        pq.read_metadata(path.fs_path, filesystem=path.fs)
+        if isinstance(path, S3Path)
+        else pq.read_metadata(path)
+    )
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,9 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from cdc_backfill.lakepath import lake_path
+from cdc_backfill.lakepath import LakePath, S3Path, lake_path, rmtree
 from cdc_backfill.layout import CARRY_DIR
 from cdc_backfill.state.stats import file_stats
+from cdc_backfill.storage import delta_options
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +50,9 @@ class StateError(ValueError):
 class StateVersion:
     """One version of a collection's state, as its Delta log names it."""
 
-    table: Path
+    table: LakePath
     version: int
-    files: tuple[str, ...]  # its Parquet files, absolute
+    files: tuple[str, ...]  # its Parquet files, absolute (s3:// URIs on S3)
     schema_json: str  # the table's schema (Delta's schema JSON, which is Spark's StructType JSON)
     meta: dict[str, Any] = field(
         default_factory=dict
@@ -62,7 +62,7 @@ class StateVersion:
     file_rows: tuple[int | None, ...] = ()  # each file's rows, from its statistics (None: not recorded)
 
     @property
-    def carry(self) -> Path | None:
+    def carry(self) -> LakePath | None:
         """The events the run that wrote this version held for the next one, if any."""
         name = self.meta.get("carry")
         path = self.table / CARRY_DIR / name if name else None
@@ -76,11 +76,16 @@ class StateVersion:
         from deltalake import Schema
 
         schema = pa.schema(Schema.from_json(self.schema_json).to_arrow())
+        if isinstance(self.table, S3Path):
+            paths = [lake_path(f) for f in self.files]
+            return ds.dataset(
+                [p.fs_path for p in paths], schema=schema, format="parquet", filesystem=self.table.fs
+            )  # fmt: skip
         return ds.dataset(list(self.files), schema=schema, format="parquet")
 
 
-def is_state_table(folder: Path) -> bool:
-    return (Path(folder) / "_delta_log").is_dir()
+def is_state_table(folder: LakePath) -> bool:
+    return (lake_path(folder) / "_delta_log").is_dir()
 
 
 def current_version(
@@ -105,7 +110,7 @@ def migrate_hint(state: Path | str) -> str:
     return f"cdc-backfill state --state {shlex.quote(str(state))} --migrate"
 
 
-def state_collections(state: Path) -> list[str]:
+def state_collections(state: LakePath) -> list[str]:
     """The collections that have a state table under ``state``, by name."""
     root = lake_path(state)
     if not root.is_dir():
@@ -116,15 +121,20 @@ def state_collections(state: Path) -> list[str]:
 class StateTable:
     """One collection's state table: its versions, history and commits."""
 
-    def __init__(self, state: Path | str, collection: str) -> None:
+    def __init__(self, state: LakePath | str, collection: str) -> None:
         self.collection = collection
         self.path = lake_path(state) / collection
+        # delta-rs reaches S3 with the same settings as every other reader (cdc_backfill.storage)
+        self.options = delta_options(self.path.location) if isinstance(self.path, S3Path) else None
 
     def exists(self) -> bool:
         return is_state_table(self.path)
 
     def legacy_version(self) -> Path | None:
-        """The current version folder of a state still in the earlier folder format (state.migrate)."""
+        """The current version folder of a state still in the earlier folder format (state.migrate);
+        that format was local only."""
+        if isinstance(self.path, S3Path):
+            return None
         link = self.path / LEGACY_CURRENT
         return link.resolve() if not self.exists() and link.exists() else None
 
@@ -133,7 +143,7 @@ class StateTable:
         from deltalake.exceptions import DeltaError
 
         try:
-            table = DeltaTable(str(self.path))
+            table = DeltaTable(str(self.path), storage_options=self.options)
             if version is not None:
                 table.load_as_version(version)
             elif as_of is not None:
@@ -185,7 +195,7 @@ class StateTable:
         counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else []
         root = str(self.path.resolve())
         # a relative path in the log is a URI path (percent-encoded)
-        files = tuple(_local(p) if "://" in p else f"{root}/{unquote(p)}" for p in paths)
+        files = tuple(_absolute(p) if "://" in p else f"{root}/{unquote(p)}" for p in paths)
         return files, tuple(counts) if counts else tuple(None for _ in files)
 
     def _commit_info(self, table: Any, number: int) -> dict[str, Any]:
@@ -217,17 +227,17 @@ class StateTable:
                 )
         return sorted(out, key=lambda h: h["version"])
 
-    def new_files_dir(self, previous: StateVersion | None) -> Path:
+    def new_files_dir(self, previous: StateVersion | None) -> LakePath:
         """A folder of its own for the next version's files: nothing else ever writes into it."""
         number = previous.version + 1 if previous is not None else 0
         return self.path / f"v{number:06d}-{secrets.token_hex(4)}"
 
-    def carry_dir(self, files_dir: Path) -> Path:
+    def carry_dir(self, files_dir: LakePath) -> LakePath:
         return self.path / CARRY_DIR / files_dir.name
 
     def commit(
         self,
-        files_dir: Path,
+        files_dir: LakePath,
         schema_json: str,
         read: StateVersion | None,
         meta: dict[str, Any],
@@ -243,7 +253,7 @@ class StateTable:
         from deltalake import transaction as tx
         from deltalake.exceptions import CommitFailedError
 
-        adds = [self._add_action(p) for p in sorted(Path(files_dir).glob("*.parquet"))]
+        adds = [self._add_action(p) for p in sorted(lake_path(files_dir).glob("*.parquet"))]
         doc = {**meta, **({"carry": files_dir.name} if carry else {})}
         props = CommitProperties(
             custom_metadata={META_KEY: json.dumps(doc, default=str), RUN_KEY: json.dumps(run, default=str)}
@@ -262,6 +272,7 @@ class StateTable:
                     adds,
                     mode="error",
                     configuration=TABLE_CONFIG,
+                    storage_options=self.options,
                     commit_properties=props,
                 )
                 return 0
@@ -287,7 +298,7 @@ class StateTable:
         self._drop_old_carries(files_dir.name if carry else None)
         return number
 
-    def _add_action(self, path: Path) -> Any:
+    def _add_action(self, path: LakePath) -> Any:
         from deltalake import transaction as tx
 
         st = path.stat()
@@ -295,15 +306,15 @@ class StateTable:
             self._relative(path), st.st_size, {}, int(st.st_mtime * 1000), True, file_stats(path)
         )
 
-    def _relative(self, path: str | Path) -> str:
-        return Path(path).resolve().relative_to(self.path.resolve()).as_posix()
+    def _relative(self, path: str | LakePath) -> str:
+        return lake_path(path).resolve().relative_to(self.path.resolve()).as_posix()
 
     def _drop_old_carries(self, keep: str | None) -> None:
         """Only the current version's carry is ever read (the next run starts from it)."""
         root = self.path / CARRY_DIR
         for old in root.iterdir() if root.is_dir() else ():
             if old.name != keep:
-                shutil.rmtree(old, ignore_errors=True)
+                rmtree(old)
 
     def vacuum(self, dry_run: bool = False) -> list[str]:
         """Remove the files no version within the table's retention names (Delta's vacuum, which keeps
@@ -328,8 +339,11 @@ def as_time(value: datetime | str) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def _local(uri: str) -> str:
-    return uri.removeprefix("file://") if uri.startswith("file:///") else uri
+def _absolute(uri: str) -> str:
+    """A file the log names by URI, as the product names it (a local path, or ``s3://``)."""
+    if uri.startswith("file:///"):
+        return unquote(uri.removeprefix("file://"))
+    return "s3://" + uri.split("://", 1)[1] if uri.startswith(("s3a://", "s3n://")) else uri
 
 
 def _json_field(info: dict[str, Any], key: str) -> dict[str, Any]:
