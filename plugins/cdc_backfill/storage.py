@@ -3,8 +3,10 @@ what each reader and writer needs to reach it (pure but for building a filesyste
 
 One storage layer on the Python side: pyarrow's filesystems. pyarrow already reads and writes every
 Parquet file here, its S3 filesystem takes the standard AWS settings, and delta-rs takes the same
-settings as storage options, so no second client (fsspec, boto3) sits in the product's path. Spark
-gets the same URI with ``s3a://`` and the Hadoop settings that reach the same endpoint.
+settings as storage options, so no second client (fsspec) sits in the product's path; boto3 only writes
+the commit points that must be unique, by conditional PUT, which pyarrow's filesystem cannot. Spark
+gets the same ``s3://`` URI, which its session maps to the s3a connector with the settings that reach the
+same endpoint.
 
 The S3 settings come from the standard AWS environment variables (``AWS_ENDPOINT_URL``,
 ``AWS_REGION`` or ``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,

@@ -244,8 +244,9 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
     URL the command was given, named (password masked) when it cannot be reached."""
     from cdc_backfill.config import ConfigError, mask_url
     from cdc_backfill.signals.model import SignalError
+    from cdc_backfill.storage import StorageError
 
-    if isinstance(exc, ConfigError | SignalError):
+    if isinstance(exc, ConfigError | SignalError | StorageError):
         return str(exc)
     first = (str(exc).strip().splitlines() or [""])[0]
     name = type(exc).__name__
@@ -283,7 +284,8 @@ def error_status(exc: BaseException) -> int:
     anything else."""
     from cdc_backfill.config import ConfigError
     from cdc_backfill.signals.model import SignalError
+    from cdc_backfill.storage import StorageError
 
-    if isinstance(exc, ConfigError | SignalError) or missing_bookkeeping_table(exc):
+    if isinstance(exc, ConfigError | SignalError | StorageError) or missing_bookkeeping_table(exc):
         return 2
     return 3 if type(exc).__name__ == "OperationalError" else 1

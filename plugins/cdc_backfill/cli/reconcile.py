@@ -20,22 +20,23 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     from cdc_backfill.reconcile.runs import unmoved_json_reason
     from cdc_backfill.spark.submit import reconcile_command, submit_environ
 
-    if "://" not in args.landing and not lake_path(args.landing).is_dir():
-        print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder the capture and "
-              "snapshots write to)", file=sys.stderr)  # fmt: skip
+    landing = lake_path(args.landing)  # a folder or s3://bucket/prefix (StorageError: one line, exit 2)
+    lake_path(args.state)
+    if not landing.is_dir():
+        print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder or "
+              "s3://bucket/prefix the capture and snapshots write to)", file=sys.stderr)  # fmt: skip
         return 2
-    if "://" not in args.landing:
-        # refused here, before a Spark session starts; the job refuses the same (a remote landing zone)
-        unmoved = unmoved_json_reason(lake_path(args.landing))
-        if unmoved:
-            print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
-            return 2
-        unknown = unknown_collections(lake_path(args.landing), args.collections or [], args.signal_table)
-        if unknown:
-            print(f"cdc-backfill reconcile: {unknown}", file=sys.stderr)
-            return 2
-        if _nothing_new(args):
-            return 0
+    # refused here, before a Spark session starts; the job refuses the same
+    unmoved = unmoved_json_reason(landing)
+    if unmoved:
+        print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
+        return 2
+    unknown = unknown_collections(landing, args.collections or [], args.signal_table)
+    if unknown:
+        print(f"cdc-backfill reconcile: {unknown}", file=sys.stderr)
+        return 2
+    if _nothing_new(args):
+        return 0
     cmd = reconcile_command(
         args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
         signal_table=args.signal_table,
@@ -56,7 +57,7 @@ def _nothing_new(args: argparse.Namespace) -> bool:
 
     landing = lake_path(args.landing)
     names = args.collections or landed_collections(landing, args.signal_table)
-    if args.print_command or "://" in args.state or not nothing_new(landing, lake_path(args.state), names):
+    if args.print_command or not nothing_new(landing, lake_path(args.state), names):
         return False
     print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
           file=sys.stderr)  # fmt: skip
@@ -138,13 +139,21 @@ def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
         "reconcile",
         help="rebuild each collection's state from the typed log and READ chunks (Spark)",
         epilog="examples:\n  cdc-backfill reconcile --landing lake/ --state state/\n"
-        "  cdc-backfill reconcile --landing s3a://lake/ --state s3a://state/ --master spark://host:7077 --print-command",
+        "  cdc-backfill reconcile --landing s3://bucket/landing --state s3://bucket/state --master spark://host:7077",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rec.add_argument(
-        "--landing", required=True, metavar="DIR", help="the landing zone the capture and snapshots write"
+        "--landing",
+        required=True,
+        metavar="DIR",
+        help="the landing zone the capture and snapshots write (a folder or s3://bucket/prefix)",
     )
-    rec.add_argument("--state", required=True, metavar="DIR", help="where the state's versions go (created)")
+    rec.add_argument(
+        "--state",
+        required=True,
+        metavar="DIR",
+        help="where the state's versions go (created; a folder or s3://bucket/prefix)",
+    )
     rec.add_argument(
         "--collections",
         nargs="*",
