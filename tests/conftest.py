@@ -175,7 +175,7 @@ def _s3a_classpath() -> dict[str, str]:
 
 
 @pytest.fixture
-def s3_spark(spark, s3_env):  # type: ignore[no-untyped-def]
+def s3_spark(spark, s3_env, tmp_path_factory, monkeypatch):  # type: ignore[no-untyped-def]
     """The shared session reaching the test's S3 server: the settings a session built now would get
     (``cdc_backfill.storage.spark_conf``), set on its Hadoop configuration."""
     from cdc_backfill.storage import spark_conf
@@ -185,7 +185,22 @@ def s3_spark(spark, s3_env):  # type: ignore[no-untyped-def]
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in spark_conf(s3_env).items():
         hadoop.set(key.removeprefix("spark.hadoop."), value)
+    # a spark-submit the test starts gets the connector as a user's would: spark-defaults.conf
+    from tests.support.jars import spark_conf_dir
+
+    folder = spark_conf_dir(_S3A_JARS, tmp_path_factory.mktemp("spark-conf"))
+    monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
     return spark
+
+
+@pytest.fixture
+def lake(request, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Where a test's landing and state go: ``tmp_path`` (local), or a bucket on the S3 server when
+    parametrized ``indirect`` with "s3" (the shared session then reaches it too)."""
+    if getattr(request, "param", "local") == "s3":
+        request.getfixturevalue("s3_spark")
+        return request.getfixturevalue("s3_lake")
+    return tmp_path
 
 
 @pytest.fixture

@@ -245,10 +245,15 @@ def lake_path(where: str | Path | S3Path) -> LakePath:
     return S3Path(loc.bucket, loc.path) if loc.bucket else Path(loc.path)
 
 
-def is_s3(path: object) -> bool:
-    return isinstance(path, S3Path) or (
-        isinstance(path, str) and path.lower().startswith(("s3://", "s3a://"))
-    )
+def same_file(uri: str) -> str:
+    """A file as Spark or delta-rs names it (``file:/…``, ``s3a://…``, percent-encoded) and as the product
+    names it (a resolved local path, ``s3://…``), one string either way: what two names are compared by."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme.lower() in ("s3", "s3a", "s3n"):
+        return f"s3://{parsed.netloc}/{unquote(parsed.path).lstrip('/')}"
+    return str(Path(unquote(parsed.path) if parsed.scheme == "file" else uri).resolve())
 
 
 def rmtree(path: LakePath) -> None:
@@ -259,3 +264,32 @@ def rmtree(path: LakePath) -> None:
         path.rmtree()
     else:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _source(path: LakePath | str) -> tuple[str, Any]:
+    p = lake_path(path)
+    return (p.fs_path, p.fs) if isinstance(p, S3Path) else (str(p), None)
+
+
+def read_parquet(path: LakePath | str, columns: list[str] | None = None) -> Any:
+    """A Parquet file of the lake as an Arrow table (``columns``: only these)."""
+    import pyarrow.parquet as pq
+
+    where, fs = _source(path)
+    return pq.read_table(where, columns=columns, filesystem=fs)
+
+
+def parquet_schema(path: LakePath | str) -> Any:
+    """A Parquet file's Arrow schema, with its key-value metadata (its footer only)."""
+    import pyarrow.parquet as pq
+
+    where, fs = _source(path)
+    return pq.read_schema(where, filesystem=fs)
+
+
+def parquet_metadata(path: LakePath | str) -> Any:
+    """A Parquet file's footer: rows, row groups, statistics."""
+    import pyarrow.parquet as pq
+
+    where, fs = _source(path)
+    return pq.read_metadata(where, filesystem=fs)

@@ -26,15 +26,17 @@ def landed_creates(landing: Path, collection: str, fmt: str) -> list[dict]:  # t
     """The rows of every create landed for the collection (JSON lines, or log files a manifest names)."""
     if fmt == "json":
         return [e.after for e in landed_events(landing) if e.collection == collection and e.op == "c"]  # type: ignore[misc]
-    import pyarrow.parquet as pq
 
     from cdc_backfill.eventlog.writer import named_log_files
+    from cdc_backfill.lakepath import lake_path, read_parquet
     from cdc_backfill.layout import LOG_DIR
 
     rows = []
     for f in sorted(named_log_files(landing)):
         if f.startswith(f"{collection}/"):
-            rows += [r for r in pq.read_table(Path(landing) / LOG_DIR / f).to_pylist() if r["_cdc_op"] == "c"]
+            rows += [
+                r for r in read_parquet(lake_path(landing) / LOG_DIR / f).to_pylist() if r["_cdc_op"] == "c"
+            ]
     return rows
 
 

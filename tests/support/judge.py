@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from cdc_backfill.eventlog.store import log_files
 from cdc_backfill.events import parse_file
 from cdc_backfill.events.positions import position_of_key
+from cdc_backfill.lakepath import read_parquet
 from cdc_backfill.names import collection_name, split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn
@@ -111,7 +111,7 @@ def log_changes(
     changes = []
     for coll in [SIGNAL, *types]:
         for f in log_files(landing, coll):
-            for r in pq.read_table(f).to_pylist():
+            for r in read_parquet(f).to_pylist():
                 position = position_of_key(r["_cdc_position"])
                 op = r["_cdc_op"]
                 row = {k: v for k, v in r.items() if not k.startswith("_cdc_")}
@@ -132,7 +132,7 @@ def log_changes(
 def read_rows(landing: Path, collection: str, types: dict[str, PgColumn], key: list[str]) -> list[ReadRow]:
     rows = []
     for f in sorted((landing / "snapshots" / collection).glob("*.parquet")):
-        table = pq.read_table(f)
+        table = read_parquet(f)
         meta = table.schema.metadata
         assert json.loads(meta[b"cdc.key"]) == key
         for r in table.to_pylist():

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from cdc_backfill.lakepath import LakePath, lake_path
 from cdc_backfill.state.table import StateVersion, current_version
 
 
@@ -16,9 +17,9 @@ def state_version(state: Path, collection: str) -> StateVersion:
     return version
 
 
-def state_files(state: Path, collection: str) -> list[Path]:
-    """The Parquet files of the collection's current version."""
-    return [Path(f) for f in state_version(state, collection).files]
+def state_files(state: LakePath, collection: str) -> list[LakePath]:
+    """The Parquet files of the collection's current version (local paths, or S3 paths)."""
+    return [lake_path(f) for f in state_version(state, collection).files]
 
 
 def state_frame(spark: Any, state: Path, collection: str) -> Any:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_backfill.files import write_parquet
+from cdc_backfill.lakepath import parquet_metadata, read_parquet
 from cdc_backfill.reconcile.columns import collection_columns
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
@@ -71,20 +72,20 @@ def corrupt_one_row(
 ) -> int:
     """Change one non-key value of one row (``victim``'s, else one in the middle of a file) in the
     current Parquet of the state, by hand (its status: ``status``, else the old one marked); return its id."""
-    parts = [p for p in sorted(state_files(state, collection)) if pq.read_metadata(p).num_rows > 0]
+    parts = [p for p in sorted(state_files(state, collection)) if parquet_metadata(p).num_rows > 0]
     if victim is not None:
-        part = next(p for p in parts if victim in pq.read_table(p, columns=["id"]).column("id").to_pylist())
-        row = pq.read_table(part, columns=["id"]).column("id").to_pylist().index(victim)
+        part = next(p for p in parts if victim in read_parquet(p, columns=["id"]).column("id").to_pylist())
+        row = read_parquet(part, columns=["id"]).column("id").to_pylist().index(victim)
     else:
         part = parts[0]
-        row = pq.read_metadata(part).num_rows // 2
-    table = pq.read_table(part)
+        row = parquet_metadata(part).num_rows // 2
+    table = read_parquet(part)
     victim = table.column("id")[row].as_py()
     status_to = status
     status = table.column("status").to_pylist()
     status[row] = status[row] + "-corrupted" if status_to is None else status_to
     table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status, pa.string()))
-    pq.write_table(table, part)
+    write_parquet(part, table)
     (part.parent / f".{part.name}.crc").unlink(missing_ok=True)  # Spark's checksum of the old bytes
     assert pc.sum(pc.equal(state_table(state, collection).column("id"), victim)).as_py() == 1
     return int(victim)
@@ -95,8 +96,8 @@ def add_phantom(state: Path, collection: str, url: str) -> int:
     a row under a free key, at that row's position; return its id."""
     import sqlalchemy as sa
 
-    part = next(p for p in sorted(state_files(state, collection)) if pq.read_metadata(p).num_rows > 1)
-    table = pq.read_table(part)
+    part = next(p for p in sorted(state_files(state, collection)) if parquet_metadata(p).num_rows > 1)
+    table = read_parquet(part)
     engine = sa.create_engine(url)
     with engine.connect() as conn:
         taken = {r[0] for r in conn.exec_driver_sql("SELECT id FROM orders")}
@@ -110,6 +111,6 @@ def add_phantom(state: Path, collection: str, url: str) -> int:
     row = table.slice(0, 1).set_column(
         table.schema.get_field_index("id"), "id", pa.array([ghost], table.schema.field("id").type)
     )
-    pq.write_table(pa.concat_tables([table, row]), part)
+    write_parquet(part, pa.concat_tables([table, row]))
     (part.parent / f".{part.name}.crc").unlink(missing_ok=True)
     return ghost

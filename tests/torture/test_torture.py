@@ -66,13 +66,16 @@ def reread_incomplete(url: str, landing: Path, state: Path) -> int:
     return n
 
 
-@pytest.mark.parametrize("seed_value", range(SEEDS))
+# every seed on local disk, and the first one with the lake on the S3 server
+@pytest.mark.parametrize(
+    ("seed_value", "lake"), [*((s, "local") for s in range(SEEDS)), (0, "s3")], indirect=["lake"]
+)
 def test_state_equals_the_source_under_random_concurrent_writes(
-    spark, fresh_db: str, tmp_path: Path, seed_value: int
+    spark, fresh_db: str, lake, seed_value: int
 ) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(seed_value)
     seed(fresh_db, orders=rng.randint(150, 400), lines=rng.randint(150, 400), docs_every=4)
-    landing, state = tmp_path / "landing", tmp_path / "state"
+    landing, state = lake / "landing", lake / "state"
     drain(fresh_db, landing)
     writers = Writers(fresh_db, seed_value=seed_value, max_order=900, toast_moves=True).start()
     try:

@@ -25,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.capture.publication import CaptureError
-from cdc_backfill.files import write_atomically
+from cdc_backfill.files import write_atomically, write_new
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import landing_meta_file
 from cdc_backfill.signals.tables import utc_now
@@ -124,7 +124,8 @@ def record_binding(conn: sa.Connection, landing: Path, slot: str, schema: str | 
     """Bind ``slot`` to ``landing`` on both sides (after :func:`check_binding` and once the slot exists):
     the landing first, so that a crash in between leaves a landing that binds again, never a source row
     pointing at a landing that does not know it."""
-    meta = read_landing_meta(landing) or {"id": str(uuid.uuid4()), "slots": {}}
+    existing = read_landing_meta(landing)
+    meta = existing or {"id": str(uuid.uuid4()), "slots": {}}
     slots = meta.setdefault("slots", {})
     if slots.get(slot, {}).get("database") != source.database or not slots[slot].get("bound_at"):
         slots[slot] = {
@@ -133,7 +134,16 @@ def record_binding(conn: sa.Connection, landing: Path, slot: str, schema: str | 
             "bound_at": utc_now().isoformat(timespec="seconds"),
         }
         landing.mkdir(parents=True, exist_ok=True)
-        write_atomically(landing_meta_file(landing), json.dumps(meta, indent=2).encode())
+        data = json.dumps(meta, indent=2).encode()
+        if existing is not None:
+            write_atomically(landing_meta_file(landing), data)
+        elif not write_new(landing_meta_file(landing), data):
+            # the landing's identity is made once: two captures binding a new landing at once cannot
+            # both make one (a conditional PUT on S3)
+            raise SlotBindingError(
+                f"another capture bound the landing zone {landing} meanwhile: run this one again, or give "
+                "it a landing zone of its own"
+            )
     table = binding_table(schema)
     row = conn.execute(sa.select(table.c.landing_id).where(table.c.slot == slot)).first()
     if row is None:

@@ -11,6 +11,7 @@ last of them is what the loop may confirm (``capture.postgres`` holds the durabi
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import time
@@ -39,6 +40,7 @@ from cdc_backfill.capture.sinks import (
 )
 from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.files import fsync_dir, write_atomically
+from cdc_backfill.lakepath import LakePath, S3Path
 from cdc_backfill.layout import schema_file, stream_dir, stream_file_name, stream_file_position
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.fastpath import column_kind
@@ -46,14 +48,14 @@ from cdc_backfill.pg.fastpath import column_kind
 log = logging.getLogger(__name__)
 
 
-def landed_position(folder: Path) -> tuple[int, int]:
+def landed_position(folder: LakePath) -> tuple[int, int]:
     """The greatest (commit lsn, lsn) landed: in finished stream files or a roll manifest of the typed
     log; (0, 0) for an empty landing zone."""
     logged = landed_log_position(folder)
     best = (logged[0], logged[1]) if len(logged) >= 2 else (0, 0)
     stream = stream_dir(folder)
     if stream.is_dir():
-        for entry in os.scandir(stream):
+        for entry in stream.iterdir():
             position = stream_file_position(entry.name)
             if position is not None:
                 best = max(best, position)
@@ -68,12 +70,14 @@ class LandingWriter:
     finished files: only that may be confirmed to the server.
     """
 
-    def __init__(self, folder: Path, roll_bytes: int = 64 << 20, roll_seconds: float = 60.0) -> None:
+    def __init__(self, folder: LakePath, roll_bytes: int = 64 << 20, roll_seconds: float = 60.0) -> None:
         self.stream = stream_dir(folder)
         self.stream.mkdir(parents=True, exist_ok=True)
         # Left-over partial files of a crashed run hold nothing confirmed: their events come again.
         for stale in self.stream.glob(".cdc-*.part"):
             stale.unlink()
+        # on S3 a file is one PUT at its roll: it grows in memory (at most roll_bytes) until then
+        self._in_memory = isinstance(self.stream, S3Path)
         self.roll_bytes = roll_bytes
         self.roll_seconds = roll_seconds
         self._fh = None
@@ -91,7 +95,7 @@ class LandingWriter:
     def write(self, line: bytes, commit_lsn: int, lsn: int) -> None:
         if self._fh is None:
             self._tmp = self.stream / f".cdc-{uuid.uuid4().hex}.jsonl.part"
-            self._fh = open(self._tmp, "wb", buffering=1 << 20)
+            self._fh = io.BytesIO() if self._in_memory else open(self._tmp, "wb", buffering=1 << 20)
             self._opened_at = time.monotonic()
             self._first = (commit_lsn, lsn)
         self._fh.write(line)
@@ -116,12 +120,16 @@ class LandingWriter:
         """Finish the current file (if any) durably; return the LSN that may now be confirmed."""
         if self._fh is None or self._tmp is None or self._first is None:
             return self.durable_end_lsn
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
         final = self.stream / stream_file_name(self._first[0], self._last_commit, self._last_lsn)
-        os.replace(self._tmp, final)
-        fsync_dir(self.stream)
+        if self._in_memory:
+            final.write_bytes(self._fh.getvalue())  # one PUT: visible whole once it returns
+            self._fh.close()
+        else:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            os.replace(self._tmp, final)
+            fsync_dir(self.stream)
         log.info("landed %s (%s bytes)", final.name, self._bytes)
         self.files_written += 1
         self._fh, self._tmp, self._bytes, self._first = None, None, 0, None
@@ -132,7 +140,7 @@ class LandingWriter:
         """Drop the unfinished file (its events were not confirmed and will come again)."""
         if self._fh is not None:
             self._fh.close()
-            if self._tmp is not None:
+            if self._tmp is not None and not self._in_memory:
                 with contextlib.suppress(FileNotFoundError):
                     self._tmp.unlink()
         self._fh = None

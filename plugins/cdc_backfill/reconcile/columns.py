@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from cdc_backfill.eventlog.store import read_schema
+from cdc_backfill.lakepath import parquet_schema
 from cdc_backfill.layout import LOG_DIR, SCHEMA_DIR, SNAPSHOT_DIR, log_schema_file, schema_file, snapshot_dir
 from cdc_backfill.pgtypes import PgColumn
 
@@ -36,9 +37,7 @@ def collection_columns(landing: Path, collection: str) -> tuple[list[PgColumn], 
         return list(logged.current.columns), list(logged.key)
     chunks = sorted(snapshot_dir(landing, collection).glob("*.parquet"))
     if chunks:
-        import pyarrow.parquet as pq
-
-        meta = pq.read_schema(chunks[-1]).metadata
+        meta = parquet_schema(chunks[-1]).metadata
         return [column_of(c) for c in json.loads(meta[b"cdc.columns"])], json.loads(meta[b"cdc.key"])
     path = schema_file(landing, collection)
     if path.exists():

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from cdc_backfill.files import write_parquet
-from cdc_backfill.lakepath import lake_path
+from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.csvtext import text_table
 from cdc_backfill.snapshot.shape import SIGNAL_META, TableShape
@@ -68,7 +67,7 @@ def count_chunks(landing: Path, collection: str, signal: str) -> int:
         return 0
     wanted = signal.encode()
     return sum(
-        1 for p in folder.glob("*.parquet") if (pq.read_schema(p).metadata or {}).get(SIGNAL_META) == wanted
+        1 for p in folder.glob("*.parquet") if (parquet_schema(p).metadata or {}).get(SIGNAL_META) == wanted
     )
 
 

@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from cdc_backfill.lakepath import LakePath, S3Path
+from cdc_backfill.lakepath import LakePath, parquet_metadata
 
 _MAX_TEXT = 32
 
@@ -20,13 +20,8 @@ _MAX_TEXT = 32
 def file_stats(path: LakePath) -> str:
     """The Delta ``stats`` JSON of one Parquet file: numRecords, and per top-level column its null count
     and, where exact, its minimum and maximum."""
-    import pyarrow.parquet as pq
 
-    meta = (
-        pq.read_metadata(path.fs_path, filesystem=path.fs)
-        if isinstance(path, S3Path)
-        else pq.read_metadata(path)
-    )
+    meta = parquet_metadata(path)
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, Row, SparkSession
@@ -18,6 +17,7 @@ from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import OP, POSITION, UNCHANGED
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows, log_schema, signal_schema
+from cdc_backfill.lakepath import same_file
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import advance, decide, report
@@ -203,15 +203,13 @@ def touched_part(
 def touched_files(version: StateVersion, stream: DataFrame, key: Sequence[str]) -> list[str]:
     """The files of ``version`` that hold a key ``stream`` names (a NULL key part matches a NULL, as the
     merge groups them)."""
-    from urllib.parse import unquote, urlparse
-
     spark = stream.sparkSession
     named = F.broadcast(stream.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)]).distinct())
     rows = read_version(spark, version).select(*key, F.col("_metadata.file_path").alias("_cdc_file"))
     same = [rows[k].eqNullSafe(named[f"_cdc_k{i}"]) for i, k in enumerate(key)]
     found = rows.join(named, same, "left_semi").select("_cdc_file").distinct().collect()
-    by_path = {Path(f).resolve(): f for f in version.files}
-    return sorted(by_path[Path(unquote(urlparse(r[0]).path)).resolve()] for r in found)
+    by_path = {same_file(f): f for f in version.files}
+    return sorted(by_path[same_file(r[0])] for r in found)
 
 
 def new_input(
