@@ -52,9 +52,10 @@ def range_of(report: dict, key: int) -> int:
     raise AssertionError(key)
 
 
-def test_verify_finds_and_repairs_a_corrupted_row(fresh_db: str, tmp_path: Path, spark, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("lake", ["local", "s3"], indirect=True)
+def test_verify_finds_and_repairs_a_corrupted_row(fresh_db: str, lake, spark, capsys) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=400, lines=400)
-    landing, state = tmp_path / "landing", tmp_path / "state"
+    landing, state = lake / "landing", lake / "state"
     drain(fresh_db, landing)  # the slot exists before anything happens
     writers = Writers(fresh_db, seed_value=11).start()
     try:
