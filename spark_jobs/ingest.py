@@ -28,7 +28,7 @@ log = logging.getLogger("cdc_backfill.ingest")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--landing", required=True)
-    ap.add_argument("inputs", nargs="*", type=Path)
+    ap.add_argument("inputs", nargs="*", type=lake_path)
     ap.add_argument("--catalog", action="store_true", help="type collections from the source's catalog")
     ap.add_argument("--column-types", type=Path)
     ap.add_argument("--signal-table", default=DEFAULT_SIGNAL_TABLE)

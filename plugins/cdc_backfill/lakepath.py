@@ -190,8 +190,11 @@ class S3Path:
         return self.write_bytes(text.encode(encoding))
 
     def open(self, mode: str = "rb") -> Any:
-        if mode in ("rb", "r"):
-            return self.fs.open_input_file(self.fs_path)
+        if mode == "rb":
+            import io
+
+            # a stream read in order, buffered: lines and blocks as a local file gives them
+            return io.BufferedReader(self.fs.open_input_stream(self.fs_path), 1 << 20)
         if mode == "wb":
             return self.fs.open_output_stream(self.fs_path)
         raise ValueError(f"{self}: mode {mode!r} is not supported on S3 (rb or wb)")
@@ -211,6 +214,11 @@ class S3Path:
                 raise
             if not missing_ok:
                 raise FileNotFoundError(str(self)) from None
+
+    def replace(self, target: S3Path) -> S3Path:
+        """Move the object (S3 copies, then deletes): the target is whole once it is visible."""
+        self.fs.move(self.fs_path, target.fs_path)
+        return target
 
     def rmtree(self) -> None:
         """Every object under this prefix (``shutil.rmtree`` for S3)."""

@@ -23,7 +23,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         print(f"cdc-backfill ingest: {message}", file=sys.stderr)
         return 2
 
-    missing = [p for p in args.inputs if not Path(p).exists()]
+    missing = [p for p in args.inputs if not lake_path(p).exists()]
     if missing:
         return refuse(f"no such file or folder: {', '.join(missing)}")
     if not args.inputs and not lake_path(args.landing).is_dir():
@@ -38,7 +38,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         return refuse(str(exc))
     lake_path(args.landing).mkdir(parents=True, exist_ok=True)
     cmd = ingest_command(
-        args.landing, [str(Path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
+        args.landing, [str(lake_path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
         column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose,
     )  # fmt: skip
     if args.print_command:
@@ -59,7 +59,7 @@ def _check_sample(args: argparse.Namespace, given: dict) -> None:  # type: ignor
 
     landing = lake_path(args.landing)
     own = stream_dir(landing)
-    paths = [Path(p) for p in args.inputs] or ([own] if own.is_dir() and any(own.iterdir()) else [])
+    paths = [lake_path(p) for p in args.inputs] or ([own] if own.is_dir() and any(own.iterdir()) else [])
     if paths:
         check_sample(paths, ColumnSources(landing, args.signal_table, None, given))
 

@@ -11,14 +11,14 @@ import fcntl
 import hashlib
 import logging
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from cdc_backfill.eventlog.writer import remove_unlanded, roll_manifests
-from cdc_backfill.lakepath import lake_path
+from cdc_backfill.files import write_new
+from cdc_backfill.lakepath import LakePath, S3Path, lake_path, rmtree
 from cdc_backfill.layout import LOG_DIR, STREAM_SUFFIXES, ingested_stream_dir, staging_dir, stream_dir
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def event_files(paths: list[Path]) -> list[Path]:
 def fingerprint(path: Path) -> InputFile:
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as fh:
+    with path.open("rb") as fh:
         while block := fh.read(_CHUNK):
             digest.update(block)
             size += len(block)
@@ -98,9 +98,15 @@ def pending(landing: Path, paths: list[Path]) -> tuple[list[InputFile], list[Inp
 
 
 @contextmanager
-def ingest_lock(landing: Path) -> Iterator[None]:
-    """One ingest at a time per landing zone; a second one is refused, not queued."""
+def ingest_lock(landing: LakePath) -> Iterator[None]:
+    """One ingest at a time per landing zone; a second one is refused, not queued. Locally a ``flock``
+    (gone with its process); on S3, which has no locks, an object made only if absent and removed at
+    the end, taken over once older than :data:`S3_LOCK_STALE` seconds (what a killed ingest leaves)."""
     root = lake_path(landing) / LOG_DIR
+    if isinstance(root, S3Path):
+        with _s3_lock(root / ".ingest.lock", landing):
+            yield
+        return
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / ".ingest.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -113,10 +119,38 @@ def ingest_lock(landing: Path) -> Iterator[None]:
         os.close(fd)
 
 
+S3_LOCK_STALE = 6 * 3600
+
+
+@contextmanager
+def _s3_lock(lock: S3Path, landing: LakePath) -> Iterator[None]:
+    import json
+    import socket
+    import time
+
+    mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}).encode()
+    if not write_new(lock, mine):
+        try:
+            age = time.time() - float(json.loads(lock.read_bytes()).get("at", 0))
+        except (FileNotFoundError, ValueError):
+            age = S3_LOCK_STALE  # gone meanwhile, or unreadable: take it
+        if age < S3_LOCK_STALE:
+            raise InputError(
+                f"another ingest is running on {landing} (its lock {lock} is {age:.0f} s old): wait for it to "
+                f"finish; if none is, delete that object"
+            )
+        log.warning("taking over the lock %s, %.0f s old: the ingest that left it has stopped", lock, age)
+        lock.write_bytes(mine)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
 def remove_unnamed(landing: Path) -> list[Path]:
     """What an ingest that stopped before its manifest left: its staging folder and the log files it had
     named but no manifest lists (their input files were not recorded: they land again)."""
-    shutil.rmtree(staging_dir(landing), ignore_errors=True)
+    rmtree(lake_path(staging_dir(landing)))
     gone = remove_unlanded(landing, ingest=True)
     if gone:
         log.warning("removed %d log file(s) of an unfinished ingest: their files land again", len(gone))
@@ -140,6 +174,6 @@ def move_ingested_stream(landing: Path, known: Iterable[InputFile] = ()) -> list
         if sha in done:
             target = ingested_stream_dir(landing) / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
+            path.replace(target)
             moved.append(target)
     return moved

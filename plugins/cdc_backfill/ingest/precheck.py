@@ -22,7 +22,7 @@ SAMPLE_RECORDS = 1000  # per file: enough to meet every collection of a usual to
 def head_records(path: Path, records: int = SAMPLE_RECORDS) -> list[bytes]:
     """The first ``records`` records of a file as ``ingest`` reads it: its lines, or the events of a file
     that is one JSON document (read whole: such files are small)."""
-    with open(path, "rb") as fh:
+    with path.open("rb") as fh:  # a local file or an S3 object (cdc_backfill.lakepath)
         head = list(islice(fh, records))
     first = next((line for line in head if line.strip()), b"")
     try:

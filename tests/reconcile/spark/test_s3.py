@@ -55,3 +55,43 @@ def test_a_lake_on_s3_reconciles_as_on_local_disk(s3_spark, s3_lake: S3Path, tmp
     assert rows_of(state_table(state, ENC.collection).to_pylist()) == want  # pyarrow, no Spark
     assert [h["version"] for h in StateTable(state, ENC.collection).history()] == [0]
     assert (state / "_runs").is_dir() and not list(Path(tmp_path).glob("**/s3:*"))
+
+
+def test_ingest_and_a_small_run_on_s3(s3_spark, s3_lake: S3Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """JSON stream files landed on S3 are ingested there (lock, staging, named log files, manifest,
+    the files moved out of stream/), and a later small run rewrites only the files of its keys."""
+    spark = s3_spark
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")  # a state of several files
+    try:
+        s = Script()
+        s.seed(*range(1, 201))
+        s.open("c1")
+        s.read("c1", *range(1, 201))
+        s.close("c1")
+        local = tmp_path / "landing"
+        write_stream_file(local, "1.jsonl", [r for _, r in records(s, ENC)])
+        write_chunk(local, ENC.collection, "c1", s.reads["c1"])
+        landing, state = s3_lake / "landing", s3_lake / "state"
+        upload(local, landing)
+        assert ingest_and_reconcile(spark, landing, state, ENC)["rows"] == 200
+        assert not list((landing / "stream").iterdir()) and (landing / "_ingested" / "stream").is_dir()
+        first = current_version(state, ENC.collection)
+        assert first is not None and len(first.files) > 2
+
+        done = len(s.changes)
+        s.update(7, "changed")
+        s.change_key(9, 1009)
+        s.insert(5000, "new")
+        later = tmp_path / "later"
+        write_stream_file(later, "2.jsonl", [r for n, r in records(s, ENC) if n > done])
+        upload(later, landing)
+        info = ingest_and_reconcile(spark, landing, state, ENC)
+        second = current_version(state, ENC.collection)
+        assert second is not None and info["rows"] == 201
+        kept = set(first.files) & set(second.files)
+        assert kept and len(first.files) - len(kept) <= 3, (first.files, second.files)
+        want = {k: (r["v"], r["big"]) for k, r in s.truth.items()}
+        assert rows_of(state_table(state, ENC.collection).to_pylist()) == want
+        assert not (landing / "log" / ".ingest.lock").exists()  # the S3 lock is given back
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")

@@ -12,13 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,12 +26,12 @@ from cdc_backfill.eventlog.store import describe
 from cdc_backfill.events.debezium import missing_key_collection
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
-from cdc_backfill.files import fsync_dir, write_atomically
+from cdc_backfill.files import fsync_dir, write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files
-from cdc_backfill.lakepath import lake_path
+from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet, rmtree
 from cdc_backfill.layout import (
     LOG_DIR,
     ingest_file_name,
@@ -145,10 +143,10 @@ def ingest_files(
             f"every one of the {summary['quarantined']:,} records was quarantined (the first: {first[0]}); "
             f"nothing landed, the input is not marked as ingested: see {summary['quarantine']}"
         )
-        shutil.rmtree(stage, ignore_errors=True)
+        rmtree(stage)
         return summary
     write_manifest(landing, run, inputs, written, totals, summary)
-    shutil.rmtree(stage, ignore_errors=True)
+    rmtree(stage)
     summary["seconds"] = round(time.time() - started, 1)
     return summary
 
@@ -254,7 +252,9 @@ def write_manifest(
     }
     folder = rolls_dir(landing)
     folder.mkdir(parents=True, exist_ok=True)
-    write_atomically(folder / ingest_manifest_name(bytes(last or b""), run), json.dumps(manifest).encode())
+    path = folder / ingest_manifest_name(bytes(last or b""), run)
+    if not write_new(path, json.dumps(manifest).encode()):  # the run's name is its own: never taken twice
+        raise RuntimeError(f"{path} exists already: another ingest ran as {run}; run this one again")
 
 
 def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:
@@ -267,9 +267,10 @@ def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:
         if rows == 0:
             continue
         path = target / ingest_file_name(first, last, run, n)
-        with open(part, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(part, path)
+        if not isinstance(part, S3Path):  # on S3 the part is whole once visible
+            with open(part, "rb") as fh:
+                os.fsync(fh.fileno())
+        part.replace(path)
         named.append(path)
     fsync_dir(target)
     return named
@@ -278,14 +279,14 @@ def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:
 def position_span(path: Path) -> tuple[bytes, bytes, int]:
     """(first, last, rows) of a log file written in position order: the column's statistics, else the
     column itself."""
-    meta = pq.read_metadata(path)
+    meta = parquet_metadata(path)
     if meta.num_rows == 0:
         return b"", b"", 0
     index = meta.schema.to_arrow_schema().get_field_index(POSITION)
     stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
     if all(s is not None and s.has_min_max for s in stats):
         return min(s.min for s in stats), max(s.max for s in stats), meta.num_rows
-    keys = pq.read_table(path, columns=[POSITION]).column(0).to_pylist()
+    keys = read_parquet(path, columns=[POSITION]).column(0).to_pylist()
     return min(keys), max(keys), meta.num_rows
 
 
