@@ -21,6 +21,7 @@ def test_local_sessions_get_small_machine_defaults() -> None:
     # a cluster keeps its own defaults; every session reaches S3 through s3a (cdc_backfill.storage)
     cluster = session_conf("spark://master:7077")
     assert not set(cluster) & set(LOCAL_CONF)
+    assert cluster["spark.sql.session.timeZone"] == "UTC"  # positions and timestamps: UTC on a cluster too
     assert cluster["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 

@@ -16,17 +16,21 @@ from cdc_backfill.storage import spark_conf
 
 log = logging.getLogger(__name__)
 
-# Small-machine defaults: event positions and timestamps are compared in UTC whatever the machine's
-# zone. 64 shuffle partitions, not Spark's 200: adaptive execution coalesces a small job's shuffles to a
-# few tasks anyway, and with 8 the reconcile of 10M events ran out of the 2g heap (partitions of 1.25M
-# wide rows). A local reconcile sizes them to its run (:func:`size_shuffle`).
+# What every session gets, whatever its master: event positions and timestamps compared in UTC whatever
+# the machine's zone, and ANSI SQL (an overflow is an error, not a NULL).
+SESSION_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.ansi.enabled": "true",
+}
+# Small-machine defaults, for a local master only (a cluster's are the user's): 64 shuffle partitions,
+# not Spark's 200: adaptive execution coalesces a small job's shuffles to a few tasks anyway, and with 8
+# the reconcile of 10M events ran out of the 2g heap (partitions of 1.25M wide rows). A local reconcile
+# sizes them to its run (:func:`size_shuffle`).
 LOCAL_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "64",
-    "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "2g",
-    "spark.sql.ansi.enabled": "true",
 }
 
 
@@ -55,7 +59,7 @@ def size_shuffle(spark: SparkSession, events: int) -> None:
 
 def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The configuration a session is built with (pure: tested on its own)."""
-    conf: dict[str, str] = {}
+    conf: dict[str, str] = dict(SESSION_CONF)
     if master is None or master.startswith("local"):
         conf.update(LOCAL_CONF)
     conf.update(spark_conf())  # a lake on S3 (cdc_backfill.storage)
