@@ -196,9 +196,10 @@ def s3_spark(spark, s3_env, tmp_path_factory, monkeypatch):  # type: ignore[no-u
 @pytest.fixture
 def lake(request, tmp_path: Path):  # type: ignore[no-untyped-def]
     """Where a test's landing and state go: ``tmp_path`` (local), or a bucket on the S3 server when
-    parametrized ``indirect`` with "s3" (the shared session then reaches it too)."""
+    parametrized ``indirect`` with "s3" (the shared session then reaches it too, if the test uses it)."""
     if getattr(request, "param", "local") == "s3":
-        request.getfixturevalue("s3_spark")
+        if "spark" in request.fixturenames:  # only a test that runs Spark needs its connector
+            request.getfixturevalue("s3_spark")
         return request.getfixturevalue("s3_lake")
     return tmp_path
 

@@ -79,11 +79,14 @@ def test_kill_in_the_middle_of_a_large_transaction(fresh_db: str, tmp_path: Path
     assert _ids(landing, "public.small") == Counter({2: 1})
 
 
+# with the lake on local disk and on the S3 server ("after-rename": after the file is stored, a rename
+# locally, the single PUT on S3)
+@pytest.mark.parametrize("lake", ["local", "s3"], indirect=True)
 @pytest.mark.parametrize("fmt", ["log", "json"])
 @pytest.mark.parametrize("step", ["after-rename", "after-commit"])
-def test_kill_between_landing_and_confirming(fresh_db: str, tmp_path: Path, step: str, fmt: str) -> None:
+def test_kill_between_landing_and_confirming(fresh_db: str, lake, step: str, fmt: str) -> None:  # type: ignore[no-untyped-def]
     sql(fresh_db, "CREATE TABLE big (id int PRIMARY KEY, v text)")
-    landing = tmp_path / "landing"
+    landing = lake / "landing"
     assert run_capture(fresh_db, landing, fmt=fmt).returncode == 0
     for start in range(0, 3000, 1000):  # three transactions
         sql(fresh_db, f"INSERT INTO big SELECT i, 'x' FROM generate_series({start + 1}, {start + 1000}) i")

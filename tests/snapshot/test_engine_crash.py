@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
+from cdc_backfill.lakepath import parquet_metadata
 from cdc_backfill.snapshot.faults import CRASH_ENV
 from cdc_backfill.snapshot.progress import PROGRESS_TABLE
 from tests.support.cli import cli, ok
@@ -32,12 +32,18 @@ def run_engine(url: str, landing: Path, crash: str | None = None) -> subprocess.
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 
+STEPS = ["after-open", "during-read", "after-close", "after-landing", "after-progress"]
+
+
+# every step with the lake on local disk; with it on the S3 server, mid-read and once the chunk is stored
 @pytest.mark.parametrize(
-    "step", ["after-open", "during-read", "after-close", "after-landing", "after-progress"]
+    ("step", "lake"),
+    [*((s, "local") for s in STEPS), ("during-read", "s3"), ("after-landing", "s3")],
+    indirect=["lake"],
 )
-def test_killed_at_each_step_then_restarted(fresh_db: str, tmp_path: Path, step: str) -> None:
+def test_killed_at_each_step_then_restarted(fresh_db: str, lake, step: str) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=600, lines=600)
-    landing = tmp_path / "landing"
+    landing = lake / "landing"
     drain(fresh_db, landing)
     writers = Writers(fresh_db, seed_value=7).start()
     try:
@@ -52,7 +58,7 @@ def test_killed_at_each_step_then_restarted(fresh_db: str, tmp_path: Path, step:
     assert_consistent(fresh_db, landing, TABLES)
     # no chunk file is half-written, whatever the step
     for f in (landing / "snapshots").rglob("*.parquet"):
-        pq.read_metadata(f)
+        parquet_metadata(f)
     assert not list((landing / "snapshots").rglob(".*.part"))
 
 

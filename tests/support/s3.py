@@ -84,9 +84,15 @@ def _credentials(env: dict[str, str]) -> dict[str, str]:
 
 
 def upload(local: Path, dest: object) -> None:
-    """Copy a local folder's files to an S3 path (``cdc_backfill.lakepath.S3Path``), names kept."""
+    """Copy a local folder's files into a lake folder, names kept: an S3 path
+    (``cdc_backfill.lakepath.S3Path``) or another local folder."""
+    import shutil
+
     from pyarrow import fs
 
+    if isinstance(dest, Path):
+        shutil.copytree(local, dest, dirs_exist_ok=True)
+        return
     fs.copy_files(
         str(local), dest.fs_path, source_filesystem=fs.LocalFileSystem(), destination_filesystem=dest.fs
     )  # type: ignore[attr-defined]

@@ -22,7 +22,6 @@ position the landing already holds (``CaptureSink.landed``), so no event is land
 from __future__ import annotations
 
 import logging
-import os
 import select
 import signal
 import struct
@@ -54,6 +53,7 @@ from cdc_backfill.capture.sinks import (
 from cdc_backfill.capture.source import ElementTypes, relation_schema, set_up_source
 from cdc_backfill.capture.status import capture_status
 from cdc_backfill.config import source_engine
+from cdc_backfill.faults import crash_point
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.connect import libpq_dsn
@@ -281,9 +281,7 @@ class PostgresCapture:
 
 def crash_at(step: str) -> None:
     """Fault injection (``CRASH_ENV``): the process kills itself at the named step."""
-    if os.environ.get(CRASH_ENV) == step:
-        log.warning("fault injection: killing myself at %s", step)
-        os.kill(os.getpid(), signal.SIGKILL)
+    crash_point(CRASH_ENV, step)
 
 
 def start_streaming(url: str, slot: str, publication: str) -> tuple[Any, Any]:

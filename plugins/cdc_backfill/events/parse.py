@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
 from cdc_backfill.events.debezium import parse_debezium
 from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
 from cdc_backfill.events.positions import PgRestartOrder
+from cdc_backfill.lakepath import S3Path, lake_path
 
 FORMATS = ("auto", "debezium", "dataworks")
 RECORD_EXCERPT = 2000  # characters of a quarantined record kept beside its reason
@@ -102,7 +104,9 @@ def iter_file(
     A file whose first line is not a JSON value but which as a whole is a JSON document with an
     ``events`` list (the fixture form) is read as that list; its "lines" are the list's indexes.
     """
-    with open(path, "rb") as fh:
+    where = lake_path(path)
+    # an S3 object is read whole (a stream file is at most a roll's size): the lines are read twice
+    with io.BytesIO(where.read_bytes()) if isinstance(where, S3Path) else open(where, "rb") as fh:
         first = fh.readline()
         while first and not first.strip():
             first = fh.readline()

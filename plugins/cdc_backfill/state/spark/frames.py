@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from cdc_backfill.faults import RECONCILE_CRASH_ENV, crash_point
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.state.table import StateTable, StateVersion
 
@@ -60,6 +61,7 @@ def write_version(
         rows.write.mode("errorifexists").parquet(str(table.carry_dir(files_dir) / CARRY_ROWS))
         signals.write.mode("errorifexists").parquet(str(table.carry_dir(files_dir) / CARRY_SIGNALS))
     counts = info() if callable(info) else info
+    crash_point(RECONCILE_CRASH_ENV, "before-commit")  # the files written, no version names them yet
     schema = df.schema.json()
     return table.commit(
         files_dir, schema, read, meta or {}, counts, replaced=replaced, carry=carry is not None
