@@ -6,6 +6,7 @@ import pytest
 
 from cdc_backfill.cli import error_line, error_status, is_summary_line, main
 from cdc_backfill.config import ConfigError
+from cdc_backfill.storage import StorageError
 from tests.support.cli import cli
 from tests.support.output import spark_info_lines
 from tests.support.pg import plain_url
@@ -32,6 +33,14 @@ def test_error_lines() -> None:
         "KeyError: 'postgresql://u:***@h/db' (run with -v for the details)"
     )
     assert [error_status(e) for e in (ConfigError("x"), unreachable, KeyError("k"))] == [2, 3, 1]
+    # pyarrow's S3 filesystem, the S3 server down (as measured against moto's, stopped)
+    store = OSError(
+        "When getting information for key 's' in bucket 'b': AWS Error NETWORK_CONNECTION during "
+        "HeadObject operation: curlCode: 7, Could not connect to server"
+    )
+    assert error_line(store).startswith("cannot reach the lake on S3: When getting information for key 's'")
+    assert error_line(store).endswith("(check AWS_ENDPOINT_URL, the credentials, the bucket and the network)")
+    assert error_status(store) == 3 and error_status(StorageError("s4://")) == 2
 
 
 def test_a_bad_url_in_the_environment_stops_every_command(

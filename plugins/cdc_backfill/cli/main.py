@@ -261,7 +261,17 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
         return (
             f"cannot reach the source{where}: {mask_url(detail)} (check the URL, the server and the network)"
         )
+    if is_store_error(exc):
+        return (
+            f"cannot reach the lake on S3: {first} (check AWS_ENDPOINT_URL, the credentials, the bucket and "
+            "the network)"
+        )
     return f"{name}: {mask_url(first)} (run with -v for the details)"
+
+
+def is_store_error(exc: BaseException) -> bool:
+    """An object store that failed to answer (pyarrow's S3 filesystem says "AWS Error"), pure."""
+    return isinstance(exc, OSError) and "AWS Error" in str(exc)
 
 
 def missing_bookkeeping_table(exc: BaseException) -> str | None:
@@ -280,12 +290,12 @@ def missing_bookkeeping_table(exc: BaseException) -> str | None:
 
 
 def error_status(exc: BaseException) -> int:
-    """2 for bad input (a missing signal table too), 3 for a source that cannot be reached, 1 for
-    anything else."""
+    """2 for bad input (a missing signal table too), 3 for a source or a lake that cannot be reached, 1
+    for anything else."""
     from cdc_backfill.config import ConfigError
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.storage import StorageError
 
     if isinstance(exc, ConfigError | SignalError | StorageError) or missing_bookkeeping_table(exc):
         return 2
-    return 3 if type(exc).__name__ == "OperationalError" else 1
+    return 3 if type(exc).__name__ == "OperationalError" or is_store_error(exc) else 1
