@@ -200,7 +200,10 @@ class S3Path:
         raise ValueError(f"{self}: mode {mode!r} is not supported on S3 (rb or wb)")
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
-        """Nothing to do: an S3 folder is the prefix of the objects under it."""
+        """Nothing to make (an S3 folder is the prefix of the objects under it), but the bucket must
+        exist: FileNotFoundError now, not at the first write an hour later."""
+        if not _bucket_exists(self.bucket, tuple(sorted(s3_settings().items()))):
+            raise FileNotFoundError(f"no bucket {self.bucket} at the S3 endpoint: create it, or give another")
 
     def touch(self, exist_ok: bool = True) -> None:
         if not (exist_ok and self.exists()):
@@ -239,6 +242,17 @@ LakePath: TypeAlias = Path | S3Path
 @functools.cache
 def _filesystem(settings: tuple[tuple[str, str], ...]) -> Any:
     return filesystem(Location("s3", "", ""), dict(settings))
+
+
+@functools.cache
+def _bucket_exists(bucket: str, settings: tuple[tuple[str, str], ...]) -> bool:
+    """Asked once per bucket and settings (``mkdir`` runs at every roll); only a yes is kept."""
+    from pyarrow import fs
+
+    found = _filesystem(settings).get_file_info(bucket).type != fs.FileType.NotFound
+    if not found:
+        _bucket_exists.cache_clear()
+    return found
 
 
 def lake_path(where: str | Path | S3Path) -> LakePath:

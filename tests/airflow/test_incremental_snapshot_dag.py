@@ -21,9 +21,17 @@ TABLES = ("public.orders", "public.lines")
 QUIET = 10_000_000  # a key no writer touches (writers keep to ids up to 8,000; its doc is NULL)
 
 
+# the lake on local disk, and on the S3 server (the form's landing and state as s3:// URIs)
+@pytest.mark.parametrize("lake", ["local", "s3"], indirect=True)
 def test_snapshot_dag_with_writers_ends_with_verify_equal(
-    airflow_db: str, fresh_db: str, source_conn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    airflow_db: str,
+    fresh_db: str,
+    source_conn: str,
+    lake,
+    spark,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # type: ignore[no-untyped-def]
     from airflow.sdk.exceptions import AirflowFailException
 
     from cdc_backfill.airflow.engine import ScopedSnapshotEngine
@@ -47,7 +55,9 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
 
     monkeypatch.setattr(CdcVerifyOperator, "execute", verify_while_writing)
     monkeypatch.setattr(ScopedSnapshotEngine, "__init__", writers_in_every_window)
-    landing, state = tmp_path / "lake", tmp_path / "state"
+    landing, state = lake / "lake", lake / "state"
+    # as a user types them: relative folders beside them, or the s3:// URIs
+    typed = ("lake", "state") if isinstance(landing, Path) else (str(landing), str(state))
     dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
     try:
         run = dag.test(
@@ -96,8 +106,28 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
     # the writers stopped: a drain and a reconcile as typed, then every row compared by the judge
     corrupt_one_row(state, "public.orders", QUIET, status="quiet")  # put right by hand: a reconcile keeps it
     url = plain_url(fresh_db)
-    ok(cli(tmp_path, "capture", "postgres", "--source", url, "--landing", "lake", "--drain"))
-    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    ok(
+        cli(
+            lake if isinstance(lake, Path) else tmp_path,
+            "capture",
+            "postgres",
+            "--source",
+            url,
+            "--landing",
+            typed[0],
+            "--drain",
+        )
+    )
+    ok(
+        cli(
+            lake if isinstance(lake, Path) else tmp_path,
+            "reconcile",
+            "--landing",
+            typed[0],
+            "--state",
+            typed[1],
+        )
+    )
     assert_state_is_source(fresh_db, state, TABLES)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
@@ -12,6 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
+from cdc_backfill.lakepath import lake_path
 
 
 class CdcCaptureDrainOperator(CdcOperator):
@@ -67,7 +67,7 @@ class CdcCaptureDrainOperator(CdcOperator):
             self.log.info("capture is external: another process lands the stream")
             return None
         hook = self.hook()
-        landing = Path(str(self.landing_dir))
+        landing = lake_path(str(self.landing_dir))
         give_up = time.monotonic() + self.busy_wait_seconds
         while True:
             try:
@@ -92,7 +92,7 @@ class CdcCaptureDrainOperator(CdcOperator):
         if plans.optional_text(self.engine) == "debezium" and plans.optional_text(self.signal_id):
             until = (str(plans.optional_text(self.signal_id)),)
         try:
-            ran = self.hook().debezium_drain(Path(str(self.landing_dir)), until, self.max_seconds)
+            ran = self.hook().debezium_drain(lake_path(str(self.landing_dir)), until, self.max_seconds)
         except DebeziumRefused as exc:  # the CLI's refusals, in its words: one line, no retry helps
             raise refuse(exc) from exc
         except DebeziumCaptureError as exc:

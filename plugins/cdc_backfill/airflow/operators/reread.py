@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
+from cdc_backfill.lakepath import lake_path
 
 
 class CdcRereadOperator(CdcOperator):
@@ -33,7 +33,7 @@ class CdcRereadOperator(CdcOperator):
         hook = self.hook()
         sent = []
         try:
-            for plan in plan_rereads(Path(str(self.state_dir)), plans.as_list(self.collections)):
+            for plan in plan_rereads(lake_path(str(self.state_dir)), plans.as_list(self.collections)):
                 coll = plan.collection
                 if not plan.missing:
                     self.log.info("%s: every row has a value for every column: nothing to re-read", coll)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
@@ -70,7 +69,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
                 plan.collection, ", ".join(plan.key), plan.chunk_size, plan.condition or "none",
             )  # fmt: skip
         for path in (request.landing_dir, request.state_dir):
-            Path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
+            lake_path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
         application, args = plans.reconcile_submit(
             request.landing_dir, request.state_dir, validated.collections, signal_table,
             ingest=request.capture == "debezium",

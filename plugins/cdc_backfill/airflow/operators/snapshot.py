@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
@@ -14,6 +13,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import CdcSourceHook, SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.states import ACTIVE, RangeStatus
 
 
@@ -66,7 +66,9 @@ class CdcSnapshotOperator(CdcOperator):
             hook.require_source_url()
         except (SourceNotConfigured, ValueError) as exc:
             raise refuse(exc) from exc
-        with hook.snapshot_engine(Path(str(self.landing_dir)), readers, signal_id, collection) as snapshot:
+        with hook.snapshot_engine(
+            lake_path(str(self.landing_dir)), readers, signal_id, collection
+        ) as snapshot:
             self._snapshot = snapshot
             done = threading.Event()
             beat = threading.Thread(target=self._heartbeat, args=(snapshot, collection, done), daemon=True)

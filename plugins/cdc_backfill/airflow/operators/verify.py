@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
@@ -72,7 +71,7 @@ class CdcVerifyOperator(CdcOperator):
             raise AirflowSkipException("nothing to verify: every snapshot was stopped")
         landing = plans.optional_text(self.landing_dir)
         reports = hook.verify(
-            Path(str(self.state_dir)), collections, self.ranges, self.master,
+            lake_path(str(self.state_dir)), collections, self.ranges, self.master,
             landing=lake_path(landing) if landing else None, capture=plans.optional_text(self.capture),
         )  # fmt: skip
         differing, changing = [], []
