@@ -175,9 +175,26 @@ def _s3a_classpath() -> dict[str, str]:
 
 
 @pytest.fixture
-def s3_spark(spark, s3_env, tmp_path_factory, monkeypatch):  # type: ignore[no-untyped-def]
+def s3_spark_conf(s3_env, tmp_path_factory, monkeypatch):  # type: ignore[no-untyped-def]
+    """A spark-submit the test starts (a CLI, the demo) reaches the test's S3 server with the connector
+    as a user's would: ``spark-defaults.conf`` in ``SPARK_CONF_DIR``, the AWS settings in the
+    environment. Its folder."""
+    from tests.support.jars import s3a_jars, spark_conf_dir
+
+    try:
+        jars = _S3A_JARS or s3a_jars()
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        unavailable("Spark's S3 connector", exc)
+    folder = spark_conf_dir(jars, tmp_path_factory.mktemp("spark-conf"))
+    monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def s3_spark(spark, s3_env, s3_spark_conf):  # type: ignore[no-untyped-def]
     """The shared session reaching the test's S3 server: the settings a session built now would get
-    (``cdc_backfill.storage.spark_conf``), set on its Hadoop configuration."""
+    (``cdc_backfill.storage.spark_conf``), set on its Hadoop configuration; a spark-submit the test
+    starts reaches it too (:func:`s3_spark_conf`)."""
     from cdc_backfill.storage import spark_conf
 
     if not _S3A_JARS:
@@ -185,11 +202,6 @@ def s3_spark(spark, s3_env, tmp_path_factory, monkeypatch):  # type: ignore[no-u
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in spark_conf(s3_env).items():
         hadoop.set(key.removeprefix("spark.hadoop."), value)
-    # a spark-submit the test starts gets the connector as a user's would: spark-defaults.conf
-    from tests.support.jars import spark_conf_dir
-
-    folder = spark_conf_dir(_S3A_JARS, tmp_path_factory.mktemp("spark-conf"))
-    monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
     return spark
 
 

@@ -102,3 +102,26 @@ def test_demo_keep_leaves_its_server_running_and_every_next_command_runs(tmp_pat
         ]
         done = subprocess.run(stop, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "stopped" in done.stdout, (done.stdout, done.stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.pg
+@pytest.mark.spark
+def test_demo_with_its_lake_on_s3_and_every_command_it_prints_runs(
+    tmp_path: Path, s3_spark_conf: Path, s3_lake
+) -> None:  # type: ignore[no-untyped-def]
+    lake = f"{s3_lake}/demo"
+    res = subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", "demo", "--rows", "3000", "--folder", "demo", "--lake", lake],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert f"Artifacts: demo and {lake}" in res.stdout
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["demo.log", "postgres", "summary.json"]
+    printed = res.stdout.split("\nNext:\n", 1)[1].splitlines()[::2]
+    assert len(printed) == 3 and all(f"--state {lake}/state" in c for c in printed), printed
+    for cmd in printed:
+        ran = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, f"{cmd}\n{ran.stdout}{ran.stderr}"
+        assert "(" in ran.stdout.splitlines()[-1]  # "(n rows)"

@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from cdc_backfill.config import source_engine
 from cdc_backfill.demo_next import TABLES, next_commands
 from cdc_backfill.demo_workers import Capturer, DemoWriter
+from cdc_backfill.lakepath import LakePath, lake_path, rmtree
 from cdc_backfill.logs import VERBOSE_FORMAT
 from cdc_backfill.program import program
 from cdc_backfill.runtime import project_root
@@ -157,16 +158,25 @@ def run_demo(
     chunk_size: int = 4096,
     verbose: bool = False,
     keep: bool = False,
+    lake: str | None = None,
 ) -> int:
-    """The demo in ``folder`` (emptied first); ``keep``: its PostgreSQL keeps running afterwards."""
+    """The demo in ``folder`` (emptied first); ``keep``: its PostgreSQL keeps running afterwards;
+    ``lake``: where its landing and state go instead of the folder (``s3://bucket/prefix``, emptied first
+    too)."""
     from cdc_backfill.pg.embedded import EmbeddedPostgres
 
     EmbeddedPostgres.stop_kept(folder / "postgres")  # a server kept by an earlier demo --keep
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    root = lake_path(lake) if lake else folder
+    landing, state = root / "landing", root / "state"
+    if lake:
+        root.mkdir(parents=True, exist_ok=True)  # a missing bucket is said now
+        for old in (landing, state):  # an earlier demo's, in the same lake
+            rmtree(old)
     with quiet_console(folder / "demo.log", verbose):
-        return _run_demo(folder, rows, readers, chunk_size, verbose, keep)
+        return _run_demo(folder, landing, state, rows, readers, chunk_size, verbose, keep)
 
 
 def stop_demo(folder: Path) -> bool:
@@ -183,18 +193,20 @@ class _Run:
     console: Console
     url: str
     engine: sa.Engine  # seeding, progress display and verify
-    landing: Path
-    state: Path
+    landing: LakePath
+    state: LakePath
     figures: Figures
 
 
-def _run_demo(folder: Path, rows: int, readers: int, chunk_size: int, verbose: bool, keep: bool) -> int:
+def _run_demo(
+    folder: Path, landing: LakePath, state: LakePath, rows: int, readers: int, chunk_size: int,
+    verbose: bool, keep: bool,
+) -> int:  # fmt: skip
     from rich.console import Console
 
     from cdc_backfill.pg.embedded import EmbeddedPostgres
 
     console = Console()
-    landing, state = folder / "landing", folder / "state"
     f = Figures(rows=rows)
     t0 = time.monotonic()
     pg = EmbeddedPostgres(folder / "postgres", settings={"max_wal_size": "1GB"}).start()
@@ -332,8 +344,9 @@ def _print_summary(run: _Run, folder: Path) -> None:
         table.add_row(what, value)
     run.console.print(table)
     (folder / "summary.json").write_text(json.dumps(run.figures.__dict__, indent=2, default=str))
+    where = f"{folder}" if run.landing == folder / "landing" else f"{folder} and {run.landing.parent}"
     run.console.print(
-        f"\nArtifacts: {folder} (landing/: the typed event log and READ chunks, state/: versions and run summaries, "
+        f"\nArtifacts: {where} (landing/: the typed event log and READ chunks, state/: versions and run summaries, "
         "demo.log: every chunk's steps)\nNext:"
     )
 

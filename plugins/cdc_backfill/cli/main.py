@@ -84,8 +84,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"the demo's PostgreSQL in {args.folder} " + ("stopped" if stopped else "was not running"))
         return 0
     return run_demo(
-        Path(args.folder), rows=args.rows, readers=args.readers, verbose=args.verbose, keep=args.keep
-    )
+        Path(args.folder), rows=args.rows, readers=args.readers, verbose=args.verbose, keep=args.keep,
+        lake=args.lake,
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,11 +183,14 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the whole product on this machine: embedded PostgreSQL, writer, capture, snapshot, "
         "reconcile, verify",
         epilog="examples:\n  cdc-backfill demo\n  cdc-backfill demo --rows 50000 --folder /tmp/demo\n"
-        "  cdc-backfill demo --keep          # then the printed commands; cdc-backfill demo --stop\n",
+        "  cdc-backfill demo --keep          # then the printed commands; cdc-backfill demo --stop\n"
+        "  cdc-backfill demo --lake s3://my-bucket/demo\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--folder", default=".cdc/demo", help="where the demo's server, landing zone and "
                       "state go; emptied first (default .cdc/demo)")  # fmt: skip
+    demo.add_argument("--lake", metavar="URI", help="put the landing zone and state here instead of the "
+                      "folder: s3://bucket/prefix (emptied first; AWS_* settings as for every command)")  # fmt: skip
     demo.add_argument("--keep", action="store_true", help="leave the demo's PostgreSQL running, to try "
                       "signal, snapshot, capture and verify on it (its URL is printed)")  # fmt: skip
     demo.add_argument("--stop", action="store_true", help="stop the PostgreSQL a demo --keep left running")
