@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -77,6 +79,48 @@ def test_drain_as_typed_then_the_printed_ingest(table: str, tmp_path: Path) -> N
     status = cli(tmp_path, "capture", "debezium", "status", "--landing", "lake", "--source", url)
     assert status.returncode == 0, status.stderr
     assert "files to ingest: 0" in status.stdout and "slot active: False" in status.stdout, status.stdout
+
+
+@pytest.mark.slow
+def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyped-def]
+    table: str, s3_spark_conf, s3_lake, tmp_path: Path
+) -> None:
+    """The engine's offsets live in the landing on S3, not on the machine: a second run with this
+    machine's copy gone goes on where the first stopped, nothing landed twice; the printed ingest runs."""
+    from cdc_backfill.capture.debezium_config import engine_copy
+    from cdc_backfill.layout import debezium_dir
+
+    require_engine()
+    url, landing = plain_url(table), f"{s3_lake}/landing"
+    args = [
+        "capture",
+        "debezium",
+        "--source",
+        url,
+        "--landing",
+        landing,
+        "--collections",
+        "public.t",
+        "--drain",
+    ]
+    first = cli(tmp_path, *args)
+    assert first.returncode == 0, first.stderr
+    stored = [p for p in debezium_dir(s3_lake / "landing").iterdir() if p.suffix == ".offsets"]
+    assert len(stored) == 1, stored
+    shutil.rmtree(engine_copy(stored[0]).parent)  # the next run as on another machine
+    sql(table, "UPDATE t SET v = 'changed' WHERE id < 5", "DELETE FROM t WHERE id = 20")
+    again = cli(tmp_path, *args)
+    assert again.returncode == 0, again.stderr
+    records = landed_records(s3_lake / "landing")
+    seen = [record_identity(d.get("key"), d.get("value")) for d in records]
+    assert len(seen) == len(set(seen)), "a record landed twice"
+    ops = [d["value"]["payload"]["op"] for d in records if d["value"]]
+    assert ops.count("u") == 4 and ops.count("d") == 1, ops
+    printed = again.stdout.strip().splitlines()[-1]
+    assert printed == f"next: cdc-backfill ingest --landing {landing}"
+    ingest = cli(tmp_path, *shlex.split(printed.removeprefix("next: "))[1:])
+    assert ingest.returncode == 0, ingest.stderr
+    assert not list(tmp_path.iterdir())  # nothing beside the user
 
 
 @pytest.mark.parametrize(
@@ -152,7 +196,7 @@ def test_a_batch_landed_but_not_committed_is_not_landed_twice(
     assert sum('"op":"u"' in i for i in seen) == 20
 
 
-def landed_records(landing: Path) -> list[dict]:
+def landed_records(landing: Any) -> list[dict]:
     import json
 
     return [

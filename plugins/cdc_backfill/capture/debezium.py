@@ -32,11 +32,14 @@ from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
     land_batch,
     next_offset,
+    pull_engine_files,
+    push_engine_files,
     read_notifications,
     record_notifications,
     snapshot_notification,
     snapshot_outcomes,
 )
+from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import debezium_dir
 from cdc_backfill.signals.marks import DRAIN_PREFIX
 
@@ -165,7 +168,7 @@ def connector_errors(properties: dict[str, str]) -> dict[str, list[str]]:
 class DebeziumCapture:
     def __init__(self, settings: DebeziumSettings) -> None:
         self.settings = settings
-        self.landing = Path(settings.landing)
+        self.landing = lake_path(settings.landing)
         self.properties = connector_properties(settings)
         self.summary = CaptureSummary()
         self._next = next_offset(self.landing)
@@ -179,6 +182,7 @@ class DebeziumCapture:
         self._waiting: set[str] = set()
         self._asked: set[str] = set()
         self._notes: list[dict] = []
+        self._pushed: dict[str, bytes] = {}  # the engine files stored in a landing on S3, by name
 
     def _on_batch(self, records: Any, committer: Any) -> None:
         """The engine's batch: landed whole, then committed; never interrupted by a stop."""
@@ -195,6 +199,7 @@ class DebeziumCapture:
                     else:
                         pairs.append((_text(r.key()), _text(r.value())))
                 fresh = self._dedup.fresh(pairs)
+                push_engine_files(self.landing, self._pushed)  # the offsets of the batches before
                 path = land_batch(self.landing, fresh, self._next)
                 self._next += len(fresh)
                 for r in records:
@@ -293,6 +298,7 @@ class DebeziumCapture:
                 self._stop.set()
                 closed = self._close(engine)
             thread.join(120 if closed else 1)
+            push_engine_files(self.landing, self._pushed)  # the last batch's offsets
         if isinstance(self._failure, DebeziumCaptureError):
             raise self._failure
         if self._failure is not None:
@@ -310,6 +316,7 @@ class DebeziumCapture:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
         debezium_dir(self.landing).mkdir(parents=True, exist_ok=True)
+        pull_engine_files(self.landing)  # a landing on S3: its offsets where the engine reads them
         props = properties_cls()
         for k, v in self.properties.items():
             props.setProperty(k, v)

@@ -16,12 +16,15 @@ The traps met running Debezium 3.6 by hand are handled here, once:
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from cdc_backfill.lakepath import LakePath, S3Path
 from cdc_backfill.layout import debezium_dir
 
 CONNECTORS = {
@@ -80,6 +83,18 @@ def offsets_file(landing: Path, name: str) -> Path:
 
 def history_file(landing: Path, name: str) -> Path:
     return debezium_dir(landing) / f"{name}.history"
+
+
+def engine_copy(path: LakePath) -> Path:
+    """The local file Debezium's engine reads and writes for a file of the landing's ``_debezium/``: the
+    file itself in a local landing. Its file stores take local paths only, so for a landing on S3 a copy
+    in a cache folder of this machine, named by the landing, which the capture fills from the landing
+    before the engine starts and stores back after each batch (``capture.debezium_landing``)."""
+    if not isinstance(path, S3Path):
+        return Path(path)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    digest = hashlib.sha256(str(path.parent).encode()).hexdigest()[:16]
+    return Path(base) / "cdc_backfill" / "debezium" / digest / path.name
 
 
 def written_by_debezium(landing: Path) -> bool:
@@ -166,7 +181,7 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "connector.class": CONNECTORS[connector],
         "topic.prefix": s.name,
         "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
-        "offset.storage.file.filename": str(offsets_file(s.landing, s.name)),
+        "offset.storage.file.filename": str(engine_copy(offsets_file(s.landing, s.name))),
         "offset.flush.interval.ms": "0",  # offsets are written once a batch has landed
         "database.hostname": u.hostname or "localhost",
         "database.port": str(u.port or DEFAULT_PORTS[connector]),
@@ -215,7 +230,7 @@ def connector_specific(connector: str, s: DebeziumSettings, database: str) -> di
         }
     history = {
         "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
-        "schema.history.internal.file.filename": str(history_file(s.landing, s.name)),
+        "schema.history.internal.file.filename": str(engine_copy(history_file(s.landing, s.name))),
     }
     if connector == "sqlserver":
         return {"database.names": database, "database.encrypt": "false", **include, **history}

@@ -18,7 +18,9 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from cdc_backfill.capture.debezium_config import engine_copy
 from cdc_backfill.files import write_atomically
+from cdc_backfill.lakepath import LakePath, S3Path
 from cdc_backfill.layout import debezium_dir, ingested_stream_dir, stream_dir
 
 _NAME_RE = re.compile(r"^dbz-(\d{20})-(\d{20})\.jsonl$")
@@ -164,8 +166,12 @@ def record_notifications(landing: Path, notes: list[dict]) -> None:
         return
     path = notifications_file(landing)
     path.parent.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(n, separators=(",", ":")) + "\n" for n in notes)
+    if isinstance(path, S3Path):  # no appends on S3: the log and the new lines in one PUT
+        path.write_bytes((path.read_bytes() if path.is_file() else b"") + lines.encode())
+        return
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write("".join(json.dumps(n, separators=(",", ":")) + "\n" for n in notes))
+        fh.write(lines)
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -207,3 +213,40 @@ def snapshot_outcomes(notes: Iterable[dict]) -> dict[str, str]:
 def ended_snapshots(landing: Path) -> dict[str, str]:
     """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended."""
     return snapshot_outcomes(read_notifications(landing))
+
+
+ENGINE_SUFFIXES = (".offsets", ".history")
+
+
+def pull_engine_files(landing: LakePath) -> None:
+    """A landing on S3: its engine files (offsets, schema history) copied to where the engine reads them
+    (``debezium_config.engine_copy``), replacing what an earlier run on this machine left there: the
+    landing's are the truth, wherever the last run was."""
+    folder = debezium_dir(landing)
+    if not isinstance(folder, S3Path):
+        return
+    local = engine_copy(folder / "_").parent
+    local.mkdir(parents=True, exist_ok=True)
+    for old in local.iterdir():
+        if old.suffix in ENGINE_SUFFIXES:
+            old.unlink()
+    for obj in folder.iterdir() if folder.is_dir() else ():
+        if obj.suffix in ENGINE_SUFFIXES:
+            write_atomically(local / obj.name, obj.read_bytes())
+
+
+def push_engine_files(landing: LakePath, pushed: dict[str, bytes]) -> None:
+    """A landing on S3: the engine files that changed since ``pushed`` (what was stored, by name)
+    stored in the landing, each in one PUT. Called before a batch lands and when the run ends, so the
+    stored offsets are at most one batch behind the landed files: a restart elsewhere gets that batch
+    again, and :class:`Deduplicator` skips it, as after a crash before the engine's commit."""
+    folder = debezium_dir(landing)
+    if not isinstance(folder, S3Path):
+        return
+    local = engine_copy(folder / "_").parent
+    for f in sorted(local.iterdir()) if local.is_dir() else ():
+        if f.suffix in ENGINE_SUFFIXES:
+            data = f.read_bytes()
+            if pushed.get(f.name) != data:
+                (folder / f.name).write_bytes(data)
+                pushed[f.name] = data
