@@ -57,7 +57,9 @@ def test_debezium_capture_services_run_commands_that_build_valid_configurations(
     }
     for name, (connector, signal) in expected.items():
         svc = services[name]
-        assert svc["profiles"] == ["debezium"] and "lake:/data" in svc["volumes"]
+        assert (
+            svc["profiles"] == ["debezium"] and svc["environment"]["AWS_ENDPOINT_URL"] == "http://minio:9000"
+        )
         cmd = svc["command"]
         assert cmd[:3] == ["cdc-backfill", "capture", "debezium"] and cmd[-1] == "--follow"
         args = build_parser().parse_args(cmd[1:])
@@ -65,9 +67,33 @@ def test_debezium_capture_services_run_commands_that_build_valid_configurations(
         props = connector_properties(
             DebeziumSettings(args.source, tuple(args.collections), args.signal_table, tmp_path, extra=extra)
         )
+        assert str(args.landing).startswith("s3://lake/landing/"), name
         assert props["connector.class"].endswith(connector), name
         assert props["signal.data.collection"] == signal, name
     assert "ARCHIVELOG" in (DOCKER / "oracle" / "init.sql").read_text()
     for batch in (DOCKER / "mysql" / "init.sql").read_text().split(";"):
         if batch.strip():
             sqlglot.parse(batch, read="mysql")
+
+
+def test_the_lake_is_on_minio_for_every_reader_and_writer() -> None:
+    """MinIO and its bucket, the AWS settings and the lake's URIs in Airflow's environment, no volume
+    shared between the driver and the executors, and Spark's S3 connector for the Hadoop pyspark ships."""
+    from cdc_backfill.lakepath import S3Path, lake_path
+    from cdc_backfill.runtime import spark_home
+
+    services = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
+    assert {"minio", "minio-init"} <= services.keys()
+    assert "mc mb --ignore-existing lake/lake" in services["minio-init"]["entrypoint"][-1]
+    env = services["airflow-scheduler"]["environment"]
+    assert env["AWS_ENDPOINT_URL"] == "http://minio:9000" and env["CDC_BACKFILL_S3_PATH_STYLE"] == "1"
+    assert lake_path(env["CDC_BACKFILL_LANDING"]) == S3Path("lake", "landing")
+    assert lake_path(env["CDC_BACKFILL_STATE"]) == S3Path("lake", "state")
+    assert env["AWS_ACCESS_KEY_ID"] == services["minio"]["environment"]["MINIO_ROOT_USER"]
+    for name in ("spark-master", "spark-worker"):
+        assert "volumes" not in services[name], name  # the executors see the lake on S3 only
+    conf = (DOCKER / "spark" / "spark-defaults.conf").read_text()
+    home = spark_home()
+    assert home is not None
+    client = next((home / "jars").glob("hadoop-client-api-*.jar")).stem.removeprefix("hadoop-client-api-")
+    assert f"spark.jars.packages org.apache.hadoop:hadoop-aws:{client}" in conf  # the same Hadoop
