@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_backfill.lakepath import S3Path, lake_path
 from cdc_backfill.storage import (
     Location,
     StorageError,
@@ -57,16 +58,12 @@ def test_bad_locations_say_what_to_give(typed: str, words: str) -> None:
 
 
 def test_each_reader_gets_the_same_place() -> None:
-    loc = parse_location("s3://bucket/lake").child("state", "public.t")
-    assert (loc.uri, loc.spark_uri(), loc.fs_path()) == (
-        "s3://bucket/lake/state/public.t", "s3a://bucket/lake/state/public.t", "bucket/lake/state/public.t",
+    part = lake_path("s3://bucket/lake") / "state" / "public.t"
+    assert isinstance(part, S3Path)
+    assert (str(part), part.fs_path, part.location) == (
+        "s3://bucket/lake/state/public.t", "bucket/lake/state/public.t", Location("s3", "lake/state/public.t", "bucket"),
     )  # fmt: skip
-    local = parse_location("/data/lake").child("state")
-    assert (local.uri, local.spark_uri(), local.fs_path()) == (
-        "file:///data/lake/state",
-        "/data/lake/state",
-        "/data/lake/state",
-    )
+    assert lake_path("/data/lake") / "state" == Path("/data/lake/state")
 
 
 def test_spark_and_delta_settings_from_the_standard_aws_environment() -> None:
@@ -108,27 +105,27 @@ def test_pyarrow_and_delta_rs_reach_the_same_objects_on_a_real_s3_server(s3_serv
     from deltalake import transaction as tx
 
     bucket = s3_server.new_bucket()
-    table = parse_location(f"s3://{bucket}/lake/state/public.t")
-    fs = filesystem(table)
-    part = table.child("v000000-x", "part-0.parquet")
-    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), part.fs_path(), filesystem=fs)
-    size = fs.get_file_info(part.fs_path()).size
-    opts = delta_options(table)
+    table = S3Path(bucket, "lake/state/public.t")
+    fs = filesystem(table.location)
+    part = table / "v000000-x" / "part-0.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), part.fs_path, filesystem=fs)
+    size = fs.get_file_info(part.fs_path).size
+    opts = delta_options(table.location)
     add = tx.AddAction(
         "v000000-x/part-0.parquet", size, {}, int(time.time() * 1000), True, '{"numRecords": 3}'
     )
     tx.create_table_with_add_actions(
-        table.uri,
+        str(table),
         Schema.from_arrow(pa.schema([("id", pa.int64())])),
         [add],
         mode="error",
         storage_options=opts,
     )
-    dt = DeltaTable(table.uri, storage_options=opts)
-    assert dt.file_uris() == [f"{table.uri}/v000000-x/part-0.parquet"]
+    dt = DeltaTable(str(table), storage_options=opts)
+    assert dt.file_uris() == [f"{table}/v000000-x/part-0.parquet"]
     assert dt.to_pyarrow_table().column("id").to_pylist() == [1, 2, 3]
     # a commit point is written only if absent: the server refuses a second writer of one version
     client = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], region_name="us-east-1")
-    log = f"{table.path}/_delta_log/00000000000000000000.json"
+    log = f"{table.key}/_delta_log/00000000000000000000.json"
     with pytest.raises(client.exceptions.ClientError, match="PreconditionFailed"):
         client.put_object(Bucket=bucket, Key=log, Body=b"{}", IfNoneMatch="*")

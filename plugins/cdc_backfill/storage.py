@@ -54,24 +54,6 @@ class Location:
     def is_local(self) -> bool:
         return self.scheme == "file"
 
-    @property
-    def uri(self) -> str:
-        return f"s3://{self.bucket}/{self.path}".rstrip("/") if self.bucket else Path(self.path).as_uri()
-
-    def child(self, *parts: str) -> Location:
-        path = "/".join(p.strip("/") for p in (self.path, *parts) if p)
-        return Location(
-            self.scheme, ("/" if self.is_local and not path.startswith("/") else "") + path, self.bucket
-        )
-
-    def spark_uri(self) -> str:
-        """The same folder as Spark's Hadoop connectors name it (``s3a://`` for S3)."""
-        return f"s3a://{self.bucket}/{self.path}".rstrip("/") if self.bucket else self.path
-
-    def fs_path(self) -> str:
-        """The path a pyarrow filesystem of :func:`filesystem` takes."""
-        return f"{self.bucket}/{self.path}".rstrip("/") if self.bucket else self.path
-
 
 def parse_location(text: str | Path, base: Path | None = None) -> Location:
     """A location as a user types it: a path (relative to ``base`` or the working folder), ``file://``

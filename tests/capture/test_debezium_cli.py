@@ -37,6 +37,21 @@ def one_line_refusal(res: subprocess.CompletedProcess[str], code: int, *words: s
         assert w in last, last
 
 
+def drain_args(url: str, landing: str) -> list[str]:
+    """``capture debezium`` of public.t, drained, as a user types it."""
+    return [
+        "capture",
+        "debezium",
+        "--source",
+        url,
+        "--landing",
+        landing,
+        "--collections",
+        "public.t",
+        "--drain",
+    ]
+
+
 @pytest.fixture
 def table(fresh_db: str) -> str:
     sql(
@@ -52,17 +67,7 @@ def table(fresh_db: str) -> str:
 def test_drain_as_typed_then_the_printed_ingest(table: str, tmp_path: Path) -> None:
     require_engine()
     url = plain_url(table)
-    args = [
-        "capture",
-        "debezium",
-        "--source",
-        url,
-        "--landing",
-        "lake",
-        "--collections",
-        "public.t",
-        "--drain",
-    ]
+    args = drain_args(url, "lake")
     first = cli(tmp_path, *args)
     assert first.returncode == 0, first.stderr
     sql(table, "UPDATE t SET v = 'changed' WHERE id < 5", "DELETE FROM t WHERE id = 20")
@@ -92,17 +97,7 @@ def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyp
 
     require_engine()
     url, landing = plain_url(table), f"{s3_lake}/landing"
-    args = [
-        "capture",
-        "debezium",
-        "--source",
-        url,
-        "--landing",
-        landing,
-        "--collections",
-        "public.t",
-        "--drain",
-    ]
+    args = drain_args(url, landing)
     first = cli(tmp_path, *args)
     assert first.returncode == 0, first.stderr
     stored = [p for p in debezium_dir(s3_lake / "landing").iterdir() if p.suffix == ".offsets"]

@@ -28,3 +28,16 @@ def land_first_half(script: Script, enc: Encoder, landing: Path) -> list[dict[st
     for chunk, rows in script.reads.items():
         write_chunk(landing, enc.collection, chunk, rows)
     return recs[half:]
+
+
+def land_snapshot_of(keys: int, enc: Encoder, landing: Path) -> Script:
+    """A source of ``keys`` rows whose snapshot read them in one window (chunk ``c1``), landed as the
+    stream files and READ chunk of ``landing``; its script, for the truth and more changes."""
+    s = Script()
+    s.seed(*range(1, keys + 1))
+    s.open("c1")
+    s.read("c1", *range(1, keys + 1))
+    s.close("c1")
+    write_stream_file(landing, "1.jsonl", [r for _, r in records(s, enc)])
+    write_chunk(landing, enc.collection, "c1", s.reads["c1"])
+    return s

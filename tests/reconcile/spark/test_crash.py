@@ -16,9 +16,9 @@ from cdc_backfill.faults import RECONCILE_CRASH_ENV
 from cdc_backfill.ingest.columns import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.state.table import StateTable, current_version
-from tests.support.runs import ingest_and_reconcile
+from tests.support.runs import ingest_and_reconcile, land_snapshot_of
 from tests.support.s3 import upload
-from tests.support.scripts import ENCODERS, Script, records, write_chunk, write_stream_file
+from tests.support.scripts import ENCODERS, records, write_stream_file
 from tests.support.state import state_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -37,14 +37,8 @@ def reconcile(landing: Any, state: Any, crash: str | None = None) -> subprocess.
 
 @pytest.mark.parametrize("lake", ["local", "s3"], indirect=True)
 def test_a_reconcile_killed_before_its_commit_loses_and_doubles_nothing(spark, lake, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    s = Script()
-    s.seed(*range(1, 101))
-    s.open("c1")
-    s.read("c1", *range(1, 101))
-    s.close("c1")
     first = tmp_path / "first"
-    write_stream_file(first, "1.jsonl", [r for _, r in records(s, ENC)])
-    write_chunk(first, ENC.collection, "c1", s.reads["c1"])
+    s = land_snapshot_of(100, ENC, first)
     landing, state = lake / "landing", lake / "state"
     upload(first, landing)
     assert ingest_and_reconcile(spark, landing, state, ENC)["rows"] == 100  # version 0

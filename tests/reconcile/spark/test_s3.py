@@ -10,7 +10,7 @@ import pytest
 from cdc_backfill.lakepath import S3Path
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.state.table import StateTable, current_version
-from tests.support.runs import ingest_and_reconcile
+from tests.support.runs import ingest_and_reconcile, land_snapshot_of
 from tests.support.s3 import upload
 from tests.support.scripts import ENCODERS, Script, records, write_chunk, write_stream_file
 from tests.support.state import state_frame, state_table
@@ -63,14 +63,8 @@ def test_ingest_and_a_small_run_on_s3(s3_spark, s3_lake: S3Path, tmp_path: Path)
     spark = s3_spark
     spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")  # a state of several files
     try:
-        s = Script()
-        s.seed(*range(1, 201))
-        s.open("c1")
-        s.read("c1", *range(1, 201))
-        s.close("c1")
         local = tmp_path / "landing"
-        write_stream_file(local, "1.jsonl", [r for _, r in records(s, ENC)])
-        write_chunk(local, ENC.collection, "c1", s.reads["c1"])
+        s = land_snapshot_of(200, ENC, local)
         landing, state = s3_lake / "landing", s3_lake / "state"
         upload(local, landing)
         assert ingest_and_reconcile(spark, landing, state, ENC)["rows"] == 200
