@@ -10,8 +10,9 @@ Each round runs the reconcile of the same landing twice, local then S3, each int
 the floor (the typed log read, the latest event per key, Parquet written) on each store; the median of
 the rounds is printed. The reconcile's own steps are timed by wrapping them in this process: the plan
 (listing the landing, reading its manifests, schema documents and chunk footers), the state's write
-(Spark writing the version's files), its Delta commit, the vacuum and the run record; the rest is the
-Spark jobs that read the log and judge and merge.
+(Spark writing the version's files: as Spark is lazy, this runs the merge's last stage too, and the
+output committer's renames, which s3a does as copy and delete), its Delta commit, the vacuum and the
+run record; the rest is the Spark jobs the reconcile runs before the write.
 
     python -m bench.lake --events 1000000
 """
