@@ -69,6 +69,8 @@ def write_new(path: LakePath, data: bytes) -> bool:
 def _put_if_absent(path: S3Path, data: bytes) -> bool:
     from botocore.exceptions import ClientError
 
+    from cdc_backfill.storage import s3_client
+
     try:
         s3_client().put_object(Bucket=path.bucket, Key=path.key, Body=data, IfNoneMatch="*")
     except ClientError as exc:
@@ -77,24 +79,6 @@ def _put_if_absent(path: S3Path, data: bytes) -> bool:
             return False
         raise
     return True
-
-
-def s3_client() -> object:
-    """boto3's S3 client for what pyarrow's filesystem cannot do (conditional PUTs), on the same
-    settings (``cdc_backfill.storage.s3_settings``)."""
-    import boto3
-    from botocore.config import Config
-
-    from cdc_backfill.storage import PATH_STYLE, s3_settings
-
-    s = s3_settings()
-    style = "path" if PATH_STYLE in s or s.get("AWS_ENDPOINT_URL") else "auto"
-    return boto3.client(
-        "s3",
-        endpoint_url=s.get("AWS_ENDPOINT_URL"),
-        region_name=s.get("AWS_REGION", "us-east-1"),
-        config=Config(s3={"addressing_style": style}),
-    )
 
 
 def write_parquet(path: LakePath, table: pa.Table) -> LakePath:

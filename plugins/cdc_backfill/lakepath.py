@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple, TypeAlias
@@ -81,9 +81,6 @@ class S3Path:
     def with_name(self, name: str) -> S3Path:
         return self.parent / name
 
-    def with_suffix(self, suffix: str) -> S3Path:
-        return self.with_name(self.stem + suffix)
-
     def relative_to(self, other: S3Path | str) -> PurePosixPath:
         other = other if isinstance(other, S3Path) else lake_path(other)
         if not isinstance(other, S3Path) or other.bucket != self.bucket:
@@ -99,15 +96,6 @@ class S3Path:
 
     def absolute(self) -> S3Path:
         return self
-
-    def as_posix(self) -> str:
-        return str(self)
-
-    def as_uri(self) -> str:
-        return str(self)
-
-    def is_absolute(self) -> bool:
-        return True
 
     # ------------------------------------------------------------ the store
 
@@ -190,24 +178,19 @@ class S3Path:
         return self.write_bytes(text.encode(encoding))
 
     def open(self, mode: str = "rb") -> Any:
-        if mode == "rb":
-            import io
+        """Read only: a stream read in order, buffered (lines and blocks as a local file gives them);
+        an object is written whole, by :meth:`write_bytes`."""
+        if mode != "rb":
+            raise ValueError(f"{self}: mode {mode!r} is not supported on S3 (rb)")
+        import io
 
-            # a stream read in order, buffered: lines and blocks as a local file gives them
-            return io.BufferedReader(self.fs.open_input_stream(self.fs_path), 1 << 20)
-        if mode == "wb":
-            return self.fs.open_output_stream(self.fs_path)
-        raise ValueError(f"{self}: mode {mode!r} is not supported on S3 (rb or wb)")
+        return io.BufferedReader(self.fs.open_input_stream(self.fs_path), 1 << 20)
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to make (an S3 folder is the prefix of the objects under it), but the bucket must
         exist: FileNotFoundError now, not at the first write an hour later."""
         if not _bucket_exists(self.bucket, tuple(sorted(s3_settings().items()))):
             raise FileNotFoundError(f"no bucket {self.bucket} at the S3 endpoint: create it, or give another")
-
-    def touch(self, exist_ok: bool = True) -> None:
-        if not (exist_ok and self.exists()):
-            self.write_bytes(b"")
 
     def unlink(self, missing_ok: bool = False) -> None:
         try:
@@ -307,6 +290,16 @@ def parquet_schema(path: LakePath | str) -> Any:
 
     where, fs = _source(path)
     return pq.read_schema(where, filesystem=fs)
+
+
+def parquet_dataset(files: Sequence[str], schema: Any) -> Any:
+    """Parquet files of the lake (all local, or all in one S3 store) as one Arrow dataset with
+    ``schema`` (also when there is no file)."""
+    import pyarrow.dataset as ds
+
+    sources = [_source(f) for f in files]
+    fs = sources[0][1] if sources else None
+    return ds.dataset([where for where, _ in sources], schema=schema, format="parquet", filesystem=fs)
 
 
 def parquet_metadata(path: LakePath | str) -> Any:

@@ -96,7 +96,8 @@ def s3_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def filesystem(location: Location, environ: Mapping[str, str] | None = None) -> Any:
-    """The pyarrow filesystem that reaches ``location`` (use :meth:`Location.fs_path` with it)."""
+    """The pyarrow filesystem that reaches ``location`` (``lakepath.S3Path.fs_path`` names an object in
+    it)."""
     from pyarrow import fs
 
     if location.is_local:
@@ -112,8 +113,29 @@ def filesystem(location: Location, environ: Mapping[str, str] | None = None) -> 
         kwargs.update(access_key=s["AWS_ACCESS_KEY_ID"], secret_key=s.get("AWS_SECRET_ACCESS_KEY", ""))
         if "AWS_SESSION_TOKEN" in s:
             kwargs["session_token"] = s["AWS_SESSION_TOKEN"]
-    kwargs["force_virtual_addressing"] = False if PATH_STYLE in s or endpoint else True
+    kwargs["force_virtual_addressing"] = not path_style(s)
     return fs.S3FileSystem(**kwargs)
+
+
+def path_style(settings: Mapping[str, str]) -> bool:
+    """Path-style addressing (``endpoint/bucket/key``): asked for, or implied by an endpoint of one's own
+    (MinIO, moto), where buckets are not host names. Every client decides it here."""
+    return PATH_STYLE in settings or bool(settings.get("AWS_ENDPOINT_URL"))
+
+
+def s3_client(environ: Mapping[str, str] | None = None) -> Any:
+    """boto3's S3 client on the same settings, for what pyarrow's filesystem cannot do (conditional
+    PUTs)."""
+    import boto3
+    from botocore.config import Config
+
+    s = s3_settings(environ)
+    return boto3.client(
+        "s3",
+        endpoint_url=s.get("AWS_ENDPOINT_URL"),
+        region_name=s.get("AWS_REGION", "us-east-1"),
+        config=Config(s3={"addressing_style": "path" if path_style(s) else "auto"}),
+    )
 
 
 def delta_options(location: Location, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -128,7 +150,7 @@ def delta_options(location: Location, environ: Mapping[str, str] | None = None) 
     endpoint = s.get("AWS_ENDPOINT_URL", "")
     if endpoint.startswith("http://"):
         out["AWS_ALLOW_HTTP"] = "true"
-    if PATH_STYLE in s or endpoint:
+    if path_style(s):
         out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
     return out
 
@@ -147,7 +169,7 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         parsed = urlparse(endpoint)
         conf["spark.hadoop.fs.s3a.endpoint"] = parsed.netloc or endpoint
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false" if parsed.scheme == "http" else "true"
-    if PATH_STYLE in s or endpoint:
+    if path_style(s):
         conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
     if "AWS_REGION" in s:
         conf["spark.hadoop.fs.s3a.endpoint.region"] = s["AWS_REGION"]

@@ -90,11 +90,14 @@ def engine_copy(path: LakePath) -> Path:
     file itself in a local landing. Its file stores take local paths only, so for a landing on S3 a copy
     in a cache folder of this machine, named by the landing, which the capture fills from the landing
     before the engine starts and stores back after each batch (``capture.debezium_landing``)."""
-    if not isinstance(path, S3Path):
-        return Path(path)
+    return engine_folder(path.parent) / path.name if isinstance(path, S3Path) else Path(path)
+
+
+def engine_folder(folder: S3Path) -> Path:
+    """The cache folder of this machine that holds the engine's copies of an S3 ``_debezium/`` folder."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    digest = hashlib.sha256(str(path.parent).encode()).hexdigest()[:16]
-    return Path(base) / "cdc_backfill" / "debezium" / digest / path.name
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+    return Path(base) / "cdc_backfill" / "debezium" / digest
 
 
 def written_by_debezium(landing: Path) -> bool:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_config import engine_copy
+from cdc_backfill.capture.debezium_config import engine_folder
 from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import LakePath, S3Path
 from cdc_backfill.layout import debezium_dir, ingested_stream_dir, stream_dir
@@ -225,7 +225,7 @@ def pull_engine_files(landing: LakePath) -> None:
     folder = debezium_dir(landing)
     if not isinstance(folder, S3Path):
         return
-    local = engine_copy(folder / "_").parent
+    local = engine_folder(folder)
     local.mkdir(parents=True, exist_ok=True)
     for old in local.iterdir():
         if old.suffix in ENGINE_SUFFIXES:
@@ -243,7 +243,7 @@ def push_engine_files(landing: LakePath, pushed: dict[str, bytes]) -> None:
     folder = debezium_dir(landing)
     if not isinstance(folder, S3Path):
         return
-    local = engine_copy(folder / "_").parent
+    local = engine_folder(folder)
     for f in sorted(local.iterdir()) if local.is_dir() else ():
         if f.suffix in ENGINE_SUFFIXES:
             data = f.read_bytes()

@@ -43,11 +43,10 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
             lag_bytes=row.lag,
         )
     if landing is not None:
-        files = capture_stream_files(lake_path(landing)) + capture_log_files(
-            lake_path(landing)
-        )  # either, or both
+        landing = lake_path(landing)
+        files = capture_stream_files(landing) + capture_log_files(landing)  # either, or both
         newest = max(files, key=lambda f: f.stat().st_mtime, default=None)
-        commit, lsn = landed_position(lake_path(landing))
+        commit, lsn = landed_position(landing)
         out.update(
             files=len(files),
             bytes=sum(f.stat().st_size for f in files),

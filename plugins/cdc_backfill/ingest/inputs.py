@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import logging
 import os
+import socket
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -124,10 +127,6 @@ S3_LOCK_STALE = 6 * 3600
 
 @contextmanager
 def _s3_lock(lock: S3Path, landing: LakePath) -> Iterator[None]:
-    import json
-    import socket
-    import time
-
     mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}).encode()
     if not write_new(lock, mine):
         try:
@@ -150,7 +149,7 @@ def _s3_lock(lock: S3Path, landing: LakePath) -> Iterator[None]:
 def remove_unnamed(landing: Path) -> list[Path]:
     """What an ingest that stopped before its manifest left: its staging folder and the log files it had
     named but no manifest lists (their input files were not recorded: they land again)."""
-    rmtree(lake_path(staging_dir(landing)))
+    rmtree(staging_dir(landing))
     gone = remove_unlanded(landing, ingest=True)
     if gone:
         log.warning("removed %d log file(s) of an unfinished ingest: their files land again", len(gone))

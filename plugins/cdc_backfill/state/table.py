@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from cdc_backfill.lakepath import LakePath, S3Path, lake_path, rmtree
+from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_dataset, rmtree, same_file
 from cdc_backfill.layout import CARRY_DIR
 from cdc_backfill.state.stats import file_stats
 from cdc_backfill.storage import delta_options
@@ -72,16 +72,9 @@ class StateVersion:
         """Its rows as an Arrow dataset: the files its log names, with the table's schema (also when it
         has no file)."""
         import pyarrow as pa
-        import pyarrow.dataset as ds
         from deltalake import Schema
 
-        schema = pa.schema(Schema.from_json(self.schema_json).to_arrow())
-        if isinstance(self.table, S3Path):
-            paths = [lake_path(f) for f in self.files]
-            return ds.dataset(
-                [p.fs_path for p in paths], schema=schema, format="parquet", filesystem=self.table.fs
-            )  # fmt: skip
-        return ds.dataset(list(self.files), schema=schema, format="parquet")
+        return parquet_dataset(self.files, pa.schema(Schema.from_json(self.schema_json).to_arrow()))
 
 
 def is_state_table(folder: LakePath) -> bool:
@@ -195,7 +188,7 @@ class StateTable:
         counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else []
         root = str(self.path.resolve())
         # a relative path in the log is a URI path (percent-encoded)
-        files = tuple(_absolute(p) if "://" in p else f"{root}/{unquote(p)}" for p in paths)
+        files = tuple(same_file(p) if "://" in p else f"{root}/{unquote(p)}" for p in paths)
         return files, tuple(counts) if counts else tuple(None for _ in files)
 
     def _commit_info(self, table: Any, number: int) -> dict[str, Any]:
@@ -337,13 +330,6 @@ def as_time(value: datetime | str) -> datetime:
                 f"not a time: {value!r} (give an ISO 8601 time such as 2026-11-25T14:30:00Z)"
             ) from None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def _absolute(uri: str) -> str:
-    """A file the log names by URI, as the product names it (a local path, or ``s3://``)."""
-    if uri.startswith("file:///"):
-        return unquote(uri.removeprefix("file://"))
-    return "s3://" + uri.split("://", 1)[1] if uri.startswith(("s3a://", "s3n://")) else uri
 
 
 def _json_field(info: dict[str, Any], key: str) -> dict[str, Any]:
