@@ -19,7 +19,6 @@ import pytest
 from cdc_backfill.lakepath import S3Path
 from tests.conftest import unavailable
 from tests.support.cluster import StandaloneCluster
-from tests.support.jars import s3a_jars, spark_conf_dir
 from tests.support.s3 import S3Server, upload
 from tests.support.scripts import ENCODERS, Script, records, write_chunk, write_stream_file
 from tests.support.state import state_table
@@ -48,16 +47,11 @@ def test_the_reconcile_runs_on_a_standalone_cluster_over_s3(
     cluster: StandaloneCluster,
     spark: Any,  # the shared local session: the landing's ingest runs here, as `cdc-backfill ingest` would
     s3_lake: S3Path,
-    s3_env: dict[str, str],
+    s3_spark_conf: Path,  # spark-submit's SPARK_CONF_DIR: the connector's jars, as a user's would be
     tmp_path: Path,
 ) -> None:
     from cdc_backfill.ingest.columns import ColumnSources
     from cdc_backfill.ingest.spark.job import ingest_landing
-
-    try:
-        jars = s3a_jars()
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        unavailable("Spark's S3 connector", exc)
 
     s = Script()
     s.seed(*range(1, 201))
@@ -82,9 +76,9 @@ def test_the_reconcile_runs_on_a_standalone_cluster_over_s3(
 
     workdir = tmp_path / "cwd"  # an empty working folder: no relative path can resolve to the lake
     workdir.mkdir()
-    # spark-submit reads spark-defaults.conf from SPARK_CONF_DIR: the connector's jars on the driver's
-    # and the executors' class path (same machine, so the cache's paths hold in the workers too)
-    env = {**os.environ, **s3_env, "SPARK_CONF_DIR": str(spark_conf_dir(jars, tmp_path / "conf"))}
+    # the S3 settings and SPARK_CONF_DIR (the jars on the driver's and the executors' class path: same
+    # machine, so the cache's paths hold in the workers too) are in this process's environment
+    env = dict(os.environ)
     before = {app["id"] for app in cluster.status().get("completedapps", [])}
     # --signal-table: the scripted source's (s.cdc_signal), not the default public.cdc_signal, else no
     # window is seen and every READ waits
