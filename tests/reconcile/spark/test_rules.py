@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.events.positions import position_key, position_of_key
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.reconcile.spark.merge import reconcile_collection
+from cdc_backfill.reconcile.spark.merge import reconcile_parts
 from cdc_backfill.spark.positions import POSITION_TYPE
 from tests.support.reference import Change, ReadRow, reconcile
 
@@ -35,8 +35,9 @@ EVENT_SCHEMA = T.StructType(
 )
 
 
-def simulate(seed: int) -> tuple[list[dict], list[dict], dict[int, dict]]:
-    """(canonical events, READ rows, the source's final table) of one random history."""
+def simulate(seed: int, toast: bool = True) -> tuple[list[dict], list[dict], dict[int, dict]]:
+    """(canonical events, READ rows, the source's final table) of one random history; ``toast``: some
+    updates leave ``big`` unchanged (not sent), else every update sends every column."""
     rng = random.Random(seed)
     source: dict[int, dict] = {k: {"id": k, "v": f"v{k}", "big": f"B{k}"} for k in range(1, 9)}
     events: list[dict] = []
@@ -55,9 +56,12 @@ def simulate(seed: int) -> tuple[list[dict], list[dict], dict[int, dict]]:
         if r < 0.25 and k not in source:
             source[k] = {"id": k, "v": f"i{pos[0]}", "big": f"B{pos[0]}"}
             emit(COLL, "c", {"id": k}, source[k])
-        elif r < 0.5 and k in source:
+        elif r < 0.5 and k in source and toast:
             source[k]["v"] = f"u{pos[0]}"  # big unchanged: TOAST, not sent
             emit(COLL, "u", {"id": k}, {"id": k, "v": source[k]["v"]}, ("big",))
+        elif r < 0.5 and k in source:
+            source[k]["v"] = f"u{pos[0]}"
+            emit(COLL, "u", {"id": k}, source[k])
         elif r < 0.65 and k in source:
             source[k] = {"id": k, "v": f"f{pos[0]}", "big": f"F{pos[0]}"}
             emit(COLL, "u", {"id": k}, source[k])
@@ -103,15 +107,43 @@ def reference_state(events: list[dict], reads: list[dict]) -> dict:
     return reconcile(changes, rows, signal_table=SIG).state.get(COLL, {})
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_spark_and_reference_give_the_source(spark, seed: int) -> None:  # type: ignore[no-untyped-def]
-    events, reads, source = simulate(seed)
-    truth = {(k,): row for k, row in source.items()}
-    assert reference_state(events, reads) == truth
+def spark_state(spark, events: list[dict], reads: list[dict], plan: str) -> dict:  # type: ignore[no-untyped-def]
+    """The Spark reconcile's state, planned as ``plan`` says: "default" (nothing counted: every key with
+    a buffer per column), "counted" (as a run plans it from its counts: the rows that left a column out
+    counted, their keys by column and the others by winner, the READ keys broadcast, no truncate looked
+    for where the history has none), "by winner" (every key takes its winner whole: only right where no
+    row left a column out)."""
     ev_df = spark.createDataFrame(events, EVENT_SCHEMA)
     read_schema = "id int, v string, big string, _cdc_chunk_id string"
     reads_df = spark.createDataFrame(reads, read_schema) if reads else None
     rows, signals = as_log_rows(ev_df, COLL, COLUMNS, ["id"]), as_signal_rows(ev_df, SIG)
-    state = reconcile_collection(rows, signals, reads_df, COLUMNS, ["id"])
-    got = {(r["id"],): {"id": r["id"], "v": r["v"], "big": r["big"]} for r in state.collect()}
-    assert got == truth
+    own = [e for e in events if e["collection"] == COLL]
+    options = {
+        "default": {},
+        "counted": {
+            "left_out": sum(1 for e in own if e["op"] in ("c", "u", "r") and e["unchanged"]),
+            "few_reads": True,
+            "no_truncate": not any(e["op"] == "t" for e in own),
+        },
+        "by winner": {"left_out": 0},
+    }[plan]
+    state = reconcile_parts(rows, signals, reads_df, COLUMNS, ["id"], **options).state
+    return {(r["id"],): {"id": r["id"], "v": r["v"], "big": r["big"]} for r in state.collect()}
+
+
+@pytest.mark.parametrize("plan", ["default", "counted"])
+@pytest.mark.parametrize("seed", range(12))
+def test_spark_and_reference_give_the_source(spark, seed: int, plan: str) -> None:  # type: ignore[no-untyped-def]
+    events, reads, source = simulate(seed)
+    truth = {(k,): row for k, row in source.items()}
+    assert reference_state(events, reads) == truth
+    assert spark_state(spark, events, reads, plan) == truth
+
+
+@pytest.mark.parametrize("plan", ["by winner", "counted"])
+@pytest.mark.parametrize("seed", range(6))
+def test_histories_that_send_every_column_take_each_winner_whole(spark, seed: int, plan: str) -> None:  # type: ignore[no-untyped-def]
+    events, reads, source = simulate(seed, toast=False)
+    truth = {(k,): row for k, row in source.items()}
+    assert reference_state(events, reads) == truth
+    assert spark_state(spark, events, reads, plan) == truth

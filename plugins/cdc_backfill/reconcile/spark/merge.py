@@ -33,12 +33,20 @@ from pyspark.sql import functions as F
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
+from cdc_backfill.reconcile.spark.winners import (
+    FILL_ONLY_PRIORITY,
+    HAD_PREVIOUS,
+    KEPT,
+    PRIORITY_PREVIOUS,
+    PRIORITY_READ,
+    PRIORITY_STREAM,
+    kept_keys,
+    merged_keys,
+)
 from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.spark.positions import key_literal
 
-PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
-FILL_ONLY_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
 ROW_OPS = ("c", "u", "d", "r")
 
 
@@ -111,31 +119,43 @@ def truncates(rows: DataFrame) -> DataFrame:
 
 
 def judged_reads(
-    reads: DataFrame, wins: DataFrame, stream: DataFrame, truncs: DataFrame, key: Sequence[str]
+    reads: DataFrame,
+    wins: DataFrame,
+    stream: DataFrame,
+    truncs: DataFrame | None,
+    key: Sequence[str],
+    few_reads: bool = False,
 ) -> DataFrame:
     """The READ rows whose window has closed, with their window (``_cdc_low``, ``_cdc_high``) and
-    ``_cdc_dropped``: the stream has an event for the row's key, or a truncate, strictly inside it.
+    ``_cdc_dropped``: the stream has an event for the row's key, or a truncate, strictly inside it
+    (``truncs`` None: the caller knows there is none).
 
     A READ row waits (is left out) while its window is missing or open. The stream is joined once, by
-    key, and only its keys and positions.
+    key, and only its keys and positions. ``few_reads`` (the caller counted them): the READ rows' keys
+    and windows are broadcast and the stream passes them where it is read, with no shuffle; else Spark
+    plans the join (whose size estimates may broadcast the whole stream instead).
     """
     closed = wins.where(F.col("_cdc_high").isNotNull())
     r = reads.join(closed.select("_cdc_chunk_id", "_cdc_low", "_cdc_high"), "_cdc_chunk_id")
     position = F.col("_cdc_sort.position").alias("_cdc_p")
     touched = stream.select(*key, position)
-    hit = r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high").join(touched, list(key))
+    windows_of = r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high")
+    hit = touched.join(F.broadcast(windows_of) if few_reads else windows_of, list(key))
     hit = hit.where((F.col("_cdc_p") > F.col("_cdc_low")) & (F.col("_cdc_p") < F.col("_cdc_high")))
-    cut = closed.crossJoin(truncs.select(F.col("position").alias("_cdc_t"))).where(
-        (F.col("_cdc_t") > F.col("_cdc_low")) & (F.col("_cdc_t") < F.col("_cdc_high"))
-    )
     by_key = hit.select(*key, "_cdc_chunk_id").distinct().withColumn("_cdc_hit", F.lit(True))
-    by_truncate = cut.select("_cdc_chunk_id").distinct().withColumn("_cdc_cut", F.lit(True))
-    return (
-        r.join(by_key, [*key, "_cdc_chunk_id"], "left")
-        .join(F.broadcast(by_truncate), "_cdc_chunk_id", "left")
-        .withColumn("_cdc_dropped", F.coalesce(F.col("_cdc_hit") | F.col("_cdc_cut"), F.lit(False)))
-        .drop("_cdc_hit", "_cdc_cut")
-    )
+    by_key = F.broadcast(by_key) if few_reads else by_key  # at most one row per READ row
+    judged = r.join(by_key, [*key, "_cdc_chunk_id"], "left")
+    if truncs is None:
+        judged = judged.withColumn("_cdc_cut", F.lit(False))
+    else:
+        cut = closed.crossJoin(truncs.select(F.col("position").alias("_cdc_t"))).where(
+            (F.col("_cdc_t") > F.col("_cdc_low")) & (F.col("_cdc_t") < F.col("_cdc_high"))
+        )
+        by_truncate = cut.select("_cdc_chunk_id").distinct().withColumn("_cdc_cut", F.lit(True))
+        judged = judged.join(F.broadcast(by_truncate), "_cdc_chunk_id", "left")
+    return judged.withColumn(
+        "_cdc_dropped", F.coalesce(F.col("_cdc_hit") | F.col("_cdc_cut"), F.lit(False))
+    ).drop("_cdc_hit", "_cdc_cut")
 
 
 def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame, DataFrame]:
@@ -163,71 +183,6 @@ def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame
     return (
         shape(judged.where(~dropped), "_cdc_high", PRIORITY_READ),
         shape(judged.where(dropped), "_cdc_low", FILL_ONLY_PRIORITY),
-    )
-
-
-KEPT, HAD_PREVIOUS = "_cdc_kept", "_cdc_had_previous"
-
-
-def kept_keys(keys: DataFrame) -> DataFrame:
-    return keys.where(F.col(KEPT)).drop(KEPT, HAD_PREVIOUS)
-
-
-def merged_keys(
-    rows: DataFrame, truncs: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]
-) -> DataFrame:
-    """Every key the rows name, with ``_cdc_kept`` (it is in the state) and ``_cdc_had_previous`` (the
-    previous state had it), so that one pass counts the state and the keys it lost. Per key: the last row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes
-    the last value sent before it; a winning delete removes the key; the latest truncate removes keys
-    whose winner is before it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
-
-    One aggregation per key, like the bare floor's, with a buffer per column besides. The winner is
-    the greatest row; every value column is the last row that *sent* it (the winner itself when it
-    did). That value counts only if no delete of the key and no truncate came between it and the
-    winner: a key deleted and created again (a key change carrying an unchanged TOAST value) must not
-    take the old row's value. A kept winner is after the latest truncate, so only that one truncate
-    can come between. Fill-only rows (dropped READs, at their window's low) are always before the
-    winner: the event that dropped them is after that low. A column with no value left counts as
-    unknown (``_cdc_unknown``).
-    """
-    names = [c.name for c in columns]
-    values = [n for n in names if n not in key]
-    sort = F.col("_cdc_sort")
-    competes = sort.getField("priority") != FILL_ONLY_PRIORITY
-    # max_by leaves out rows whose ordering is null: each buffer sees only the rows it is about
-    per_key = rows.groupBy(*key).agg(
-        F.max_by(
-            F.struct(F.col("_cdc_deleted").alias("deleted"), sort.alias("s")), F.when(competes, sort)
-        ).alias("_cdc_w"),
-        F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
-        F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
-        *[
-            F.max_by(
-                F.struct(F.col(n).alias("v"), sort.alias("s")),
-                F.when(F.col("_cdc_present").getField(n), sort),
-            ).alias(n)
-            for n in values
-        ],
-    )
-    latest_truncate = truncs.agg(F.max("position").alias("_cdc_t"))
-    t, d, w = F.col("_cdc_t"), F.col("_cdc_d"), F.col("_cdc_w")
-
-    def known(n: str) -> Column:
-        sent = F.col(n)
-        after_delete = d.isNull() | (sent.getField("s") > d)
-        after_truncate = t.isNull() | (sent.getField("s").getField("position") > t)
-        return sent.isNotNull() & after_delete & after_truncate
-
-    position = w.getField("s").getField("position")
-    kept = w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t))
-    return per_key.crossJoin(F.broadcast(latest_truncate)).select(
-        *[F.col(n) if n in key else F.when(known(n), F.col(n).getField("v")).alias(n) for n in names],
-        position.alias("_cdc_position"),
-        F.array_compact(F.array(*[F.when(~known(n), F.lit(n)) for n in values]))
-        .cast("array<string>")
-        .alias("_cdc_unknown"),
-        F.coalesce(kept, F.lit(False)).alias(KEPT),
-        HAD_PREVIOUS,
     )
 
 
@@ -296,6 +251,9 @@ def reconcile_parts(
     wins: DataFrame | None = None,
     touched_only: bool = False,
     key_changes: bool = False,
+    left_out: int | None = None,
+    few_reads: bool = False,
+    no_truncate: bool = False,
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
     ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
@@ -306,16 +264,19 @@ def reconcile_parts(
     the next state (its winner is itself), and passes through without a shuffle.
 
     ``key_changes``: the run has creates that left columns out (key changes of rows with an unchanged
-    TOAST value, see ``reconcile.spark.key_changes``): the new keys take the old keys' values."""
+    TOAST value, see ``reconcile.spark.key_changes``): the new keys take the old keys' values.
+    ``left_out``: see :func:`merged_keys`; ``few_reads``: see :func:`judged_reads`. ``no_truncate``: the
+    caller knows the rows hold no truncate; the judgement and the merge then do not look for one (each
+    look is a scan of the log)."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if wins is None:
         wins = windows(signals)
-    truncs = truncates(rows)
+    truncs = None if no_truncate else truncates(rows)
     parts = [stream]
     judged = None
     if reads is not None:
-        judged = judged_reads(reads, wins, stream, truncs, key)
+        judged = judged_reads(reads, wins, stream, truncs, key, few_reads)
         parts += read_rows(judged, columns)
     untouched = None
     if previous is not None:
@@ -328,8 +289,9 @@ def reconcile_parts(
     for p in parts[1:]:
         merged = merged.unionByName(p)
     if key_changes:
-        merged = with_key_change_fills(merged, stream, truncs, columns, key, FILL_ONLY_PRIORITY)
-    keys = merged_keys(merged, truncs, columns, key)
+        some = truncs if truncs is not None else stream.sparkSession.createDataFrame([], "position binary")
+        merged = with_key_change_fills(merged, stream, some, columns, key, FILL_ONLY_PRIORITY)
+    keys = merged_keys(merged, truncs, columns, key, left_out)
     if untouched is not None:
         keys = keys.unionByName(as_kept_keys(untouched, columns))
     return ReconcileParts(keys, stream, judged, wins)

@@ -23,19 +23,18 @@ from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import advance, decide, report
 from cdc_backfill.reconcile.runs import RunInput, RunMeta, next_meta
 from cdc_backfill.reconcile.spark.merge import (
-    HAD_PREVIOUS,
-    KEPT,
     ROW_OPS,
     after_position,
     carry,
-    kept_keys,
     newer_than,
     reconcile_parts,
     truncates,
     typed_stream,
+    unknown_columns,
     windows,
 )
 from cdc_backfill.reconcile.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
+from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, kept_keys
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion
@@ -141,13 +140,11 @@ def reconcile_run(
     spark = rows.sparkSession
     new_rows, new_signals = new_input(run, rows, signals, frames)
     totals = stream_totals(rows, signals, run.meta.position)
-    # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
-    touched_only = (
-        frames.reads is None
-        and frames.previous is not None
-        and totals["truncates"] == 0
-        and (frames.carry_rows is None or truncates(frames.carry_rows).isEmpty())
+    no_truncate = totals["truncates"] == 0 and (
+        frames.carry_rows is None or truncates(frames.carry_rows).isEmpty()
     )
+    # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
+    touched_only = frames.reads is None and frames.previous is not None and no_truncate
     found = with_marks(windows(new_signals), new_signals, run.collection)
     window_rows, marks = split_marks(found.collect())
     # a local relation from here on: the judgement, the carry and the counts do not find them again
@@ -159,17 +156,23 @@ def reconcile_run(
     partial = touched_only and not snapshots.removals and run.previous is not None
     if by_file and partial and None not in run.previous.file_rows:  # type: ignore[union-attr]
         previous, replaced, kept_rows = touched_part(run.previous, stream, key)
+    reads_total = frames.reads.count() if frames.reads is not None else 0
+    small = touched_only and totals["applied"] < SMALL_RUN
     parts = reconcile_parts(
         new_rows, new_signals, frames.reads, columns, key, previous,
         # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
         stream=stream, wins=wins, touched_only=touched_only, key_changes=totals["left_out"] > 0,
+        # a small run's merge is small: by column, without counting
+        left_out=None if small else left_out_rows(totals, frames.carry_rows, previous),
+        few_reads=reads_total <= FEW_READS,
+        no_truncate=no_truncate,
     )  # fmt: skip
     state, counted = state_of(parts.keys, snapshots.removals)
     if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]
         # the columns changed (a column added at the source): the kept files cannot stay as they are
         return reconcile_run(run, rows, signals, frames, columns, key, fresh=fresh, manifests=manifests)
     judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
-    counts = run_counts(totals, snapshots, frames.reads, judged, fresh, run.meta.position)
+    counts = run_counts(totals, snapshots, reads_total, judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
     carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
@@ -242,7 +245,25 @@ def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Row:
         F.count_if(is_new & (F.col(OP) == "r") & own).alias("stream_reads"),  # Debezium's READ events
         # creates that left columns out: key changes of rows with an unchanged TOAST value
         F.count_if(is_new & (F.col(OP) == "c") & own & (F.size(UNCHANGED) > 0)).alias("left_out"),
+        # any row event that left columns out (new or not: an upper bound for the merge's plan)
+        F.count_if(F.col(OP).isin("c", "u", "r") & own & (F.size(UNCHANGED) > 0)).alias("unchanged"),
     ).first()
+
+
+SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
+FEW_READS = 1_000_000  # READ rows whose keys and windows the judgement broadcasts (about 100 MB at most)
+
+
+def left_out_rows(totals: Row, carry_rows: DataFrame | None, previous: DataFrame | None) -> int:
+    """How many of the merge's rows may leave a value column out (``merge.merged_keys``): the log rows
+    and carried rows with unchanged columns, and the previous state's rows with unknown ones. The
+    carry's and the previous state's are counted by a job each, over one column."""
+    n = totals["unchanged"]
+    if carry_rows is not None:
+        n += carry_rows.where(F.col(OP).isin("c", "u", "r") & (F.size(UNCHANGED) > 0)).count()
+    if previous is not None:
+        n += previous.where(F.size(unknown_columns(previous)) > 0).count()
+    return n
 
 
 @dataclass(frozen=True)
@@ -308,7 +329,7 @@ def state_of(keys: DataFrame, removals: list[Any]) -> tuple[DataFrame, Observati
 def run_counts(
     totals: Row,
     snapshots: Snapshots,
-    reads: DataFrame | None,
+    reads_total: int,
     judged: DataFrame | None,
     fresh: tuple[DataFrame, DataFrame] | None,
     position: Any,
@@ -318,7 +339,6 @@ def run_counts(
     if fresh is not None:
         is_new = newer_than(position)
         late = fresh[0].select(POSITION).unionByName(fresh[1].select(POSITION)).where(~is_new).count()
-    reads_total = reads.count() if reads is not None else 0
     kept = dropped = 0
     if judged is not None:
         judgement = judged.agg(

@@ -1,0 +1,168 @@
+"""docs/design.md §6's merge: per key, the winning row and the values it carries
+(``merge.reconcile_parts`` feeds it the stream, the judged READ rows and the previous state, each row
+with ``_cdc_present``, ``_cdc_deleted`` and the sort key ``_cdc_sort``: position, priority, file, line).
+
+Most keys take their winner whole, one buffer per key as the bare floor does; only keys with a row that
+left a value column out (an unchanged TOAST column) keep a buffer per column, to take each column from
+the last row that sent it.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cdc_backfill.pgtypes import PgColumn
+
+# the sort key's priorities at one position
+PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
+FILL_ONLY_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
+
+KEPT, HAD_PREVIOUS = "_cdc_kept", "_cdc_had_previous"
+
+
+def kept_keys(keys: DataFrame) -> DataFrame:
+    return keys.where(F.col(KEPT)).drop(KEPT, HAD_PREVIOUS)
+
+
+def merged_keys(
+    rows: DataFrame,
+    truncs: DataFrame | None,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    left_out: int | None = None,
+) -> DataFrame:
+    """Every key the rows name, with ``_cdc_kept`` (it is in the state) and ``_cdc_had_previous`` (the
+    previous state had it), so that one pass counts the state and the keys it lost. Per key: the last
+    row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes the last value sent
+    before it; a winning delete removes the key; the latest truncate removes keys whose winner is before
+    it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
+
+    ``left_out``: how many rows (at most) left a value column out (an unchanged TOAST column, a previous
+    state's unknown column, a key change's create), when the caller has counted them. Only the keys of
+    such rows need a buffer per column (:func:`merged_by_column`); every other key takes its winner whole
+    (:func:`merged_by_winner`), one buffer per key, as the bare floor does. 0: one pass by winner; up to
+    ``SPLIT_LIMIT``: those keys (broadcast) by column, the others by winner; more, or None (not counted):
+    every key by column. ``truncs`` None: the caller knows there is no truncate.
+    """
+    values = [c.name for c in columns if c.name not in key]
+    if not values or left_out == 0:
+        return merged_by_winner(rows, truncs, columns, key)
+    if left_out is None or left_out > SPLIT_LIMIT:
+        return merged_by_column(rows, truncs, columns, key)
+    # counted, hence few: broadcast, so that the other keys keep their partial aggregation
+    flagged = F.broadcast(
+        rows.where(~F.col("_cdc_deleted") & ~all_sent(values))
+        .select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)])
+        .distinct()
+    )
+    same = [rows[k].eqNullSafe(flagged[f"_cdc_k{i}"]) for i, k in enumerate(key)]
+    whole = merged_by_winner(rows.join(flagged, same, "left_anti"), truncs, columns, key)
+    return whole.unionByName(merged_by_column(rows.join(flagged, same, "left_semi"), truncs, columns, key))
+
+
+SPLIT_LIMIT = 1_000_000  # rows that left columns out, beyond which their keys are not broadcast
+
+
+def all_sent(values: Sequence[str]) -> Column:
+    """True for a row that sent every value column."""
+    present = F.col("_cdc_present")
+    return reduce(operator.and_, [present.getField(n) for n in values], F.lit(True))
+
+
+def competes() -> Column:
+    return F.col("_cdc_sort").getField("priority") != FILL_ONLY_PRIORITY
+
+
+def merged_by_winner(
+    rows: DataFrame, truncs: DataFrame | None, columns: Sequence[PgColumn], key: Sequence[str]
+) -> DataFrame:
+    """:func:`merged_keys` for keys whose rows all sent every column (deletes aside): the winner whole,
+    one buffer per key. A kept winner is after every delete of its key and after the latest truncate,
+    so each value is its own and none is unknown. Fill-only rows supply only what a winner did not send:
+    here they are left out (and with them, where they are literals, their part of the plan)."""
+    names = [c.name for c in columns]
+    values = [n for n in names if n not in key]
+    sort = F.col("_cdc_sort")
+    position = sort.getField("position").alias("position")
+    winner = F.struct(F.col("_cdc_deleted").alias("deleted"), position, *[F.col(n) for n in values])
+    per_key = (
+        rows.where(competes())
+        .groupBy(*key)
+        .agg(
+            F.max_by(winner, sort).alias("_cdc_w"),
+            F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+        )
+    )
+    w, t = F.col("_cdc_w"), F.col("_cdc_t")
+    position = w.getField("position")
+    kept = w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t))
+    return with_latest_truncate(per_key, truncs).select(
+        *[F.col(n) if n in key else w.getField(n).alias(n) for n in names],
+        position.alias("_cdc_position"),
+        F.array().cast("array<string>").alias("_cdc_unknown"),
+        F.coalesce(kept, F.lit(False)).alias(KEPT),
+        HAD_PREVIOUS,
+    )
+
+
+def with_latest_truncate(per_key: DataFrame, truncs: DataFrame | None) -> DataFrame:
+    """``per_key`` with ``_cdc_t``, the latest truncate's position (null: none)."""
+    if truncs is None:
+        return per_key.withColumn("_cdc_t", F.lit(None).cast("binary"))
+    return per_key.crossJoin(F.broadcast(truncs.agg(F.max("position").alias("_cdc_t"))))
+
+
+def merged_by_column(
+    rows: DataFrame, truncs: DataFrame | None, columns: Sequence[PgColumn], key: Sequence[str]
+) -> DataFrame:
+    """:func:`merged_keys` for any keys, with a buffer per column besides the winner's. The winner is
+    the greatest row; every value column is the last row that *sent* it (the winner itself when it
+    did). That value counts only if no delete of the key and no truncate came between it and the
+    winner: a key deleted and created again (a key change carrying an unchanged TOAST value) must not
+    take the old row's value. A kept winner is after the latest truncate, so only that one truncate
+    can come between. Fill-only rows (dropped READs, at their window's low) are always before the
+    winner: the event that dropped them is after that low. A column with no value left counts as
+    unknown (``_cdc_unknown``).
+    """
+    names = [c.name for c in columns]
+    values = [n for n in names if n not in key]
+    sort = F.col("_cdc_sort")
+    # max_by leaves out rows whose ordering is null: each buffer sees only the rows it is about
+    per_key = rows.groupBy(*key).agg(
+        F.max_by(
+            F.struct(F.col("_cdc_deleted").alias("deleted"), sort.alias("s")), F.when(competes(), sort)
+        ).alias("_cdc_w"),
+        F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
+        F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+        *[
+            F.max_by(
+                F.struct(F.col(n).alias("v"), sort.alias("s")),
+                F.when(F.col("_cdc_present").getField(n), sort),
+            ).alias(n)
+            for n in values
+        ],
+    )
+    t, d, w = F.col("_cdc_t"), F.col("_cdc_d"), F.col("_cdc_w")
+
+    def known(n: str) -> Column:
+        sent = F.col(n)
+        after_delete = d.isNull() | (sent.getField("s") > d)
+        after_truncate = t.isNull() | (sent.getField("s").getField("position") > t)
+        return sent.isNotNull() & after_delete & after_truncate
+
+    position = w.getField("s").getField("position")
+    kept = w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t))
+    return with_latest_truncate(per_key, truncs).select(
+        *[F.col(n) if n in key else F.when(known(n), F.col(n).getField("v")).alias(n) for n in names],
+        position.alias("_cdc_position"),
+        F.array_compact(F.array(*[F.when(~known(n), F.lit(n)) for n in values]))
+        .cast("array<string>")
+        .alias("_cdc_unknown"),
+        F.coalesce(kept, F.lit(False)).alias(KEPT),
+        HAD_PREVIOUS,
+    )
