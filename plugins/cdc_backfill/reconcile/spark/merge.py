@@ -40,6 +40,7 @@ from cdc_backfill.reconcile.spark.winners import (
     PRIORITY_PREVIOUS,
     PRIORITY_READ,
     PRIORITY_STREAM,
+    READS_APPLIED,
     kept_keys,
     merged_keys,
 )
@@ -312,6 +313,7 @@ def as_kept_keys(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
         unknown_columns(previous).alias("_cdc_unknown"),
         F.lit(True).alias(KEPT),
         F.lit(True).alias(HAD_PREVIOUS),
+        F.lit(0).cast("long").alias(READS_APPLIED),
     )
 
 

@@ -34,7 +34,7 @@ from cdc_backfill.reconcile.spark.merge import (
     windows,
 )
 from cdc_backfill.reconcile.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
-from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, kept_keys
+from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion
@@ -94,12 +94,16 @@ class RunResult:
     def info(self) -> dict[str, Any]:
         """The run summary's counts; blocks until the state has been written."""
         counted = self.counted.get
+        counts = dict(self.counts)
+        judged = counts.pop("reads_judged")
         return {
             "rows": counted["rows"] + self.kept_rows,
             # the stream never sent these rows a value for some column (a key change of a row with an
             # unchanged TOAST value under REPLICA IDENTITY DEFAULT, read before the change): re-snapshot them
             "rows_with_unknown_columns": counted["unknown"],
-            **self.counts,
+            **counts,
+            "reads_applied": counted["reads_applied"],
+            "reads_dropped": judged - counted["reads_applied"],
             # rows a finished snapshot did not read and no event touched after it started (§6 rule 7)
             "phantoms_removed": counted["phantoms"],
             "keys_removed_since_previous": counted["removed"],
@@ -156,7 +160,11 @@ def reconcile_run(
     partial = touched_only and not snapshots.removals and run.previous is not None
     if by_file and partial and None not in run.previous.file_rows:  # type: ignore[union-attr]
         previous, replaced, kept_rows = touched_part(run.previous, stream, key)
-    reads_total = frames.reads.count() if frames.reads is not None else 0
+    # READ rows per chunk (one job over the chunk ids): how many the judgement takes, and how many wait
+    chunk_rows = chunk_row_counts(frames.reads)
+    reads_total = sum(chunk_rows.values())
+    closed = {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
+    reads_judged = sum(n for c, n in chunk_rows.items() if c in closed)
     small = touched_only and totals["applied"] < SMALL_RUN
     parts = reconcile_parts(
         new_rows, new_signals, frames.reads, columns, key, previous,
@@ -171,12 +179,11 @@ def reconcile_run(
     if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]
         # the columns changed (a column added at the source): the kept files cannot stay as they are
         return reconcile_run(run, rows, signals, frames, columns, key, fresh=fresh, manifests=manifests)
-    judged = parts.judged.cache() if parts.judged is not None else None  # counted, and used by the state
-    counts = run_counts(totals, snapshots, reads_total, judged, fresh, run.meta.position)
+    counts = run_counts(totals, snapshots, reads_total, reads_judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
     carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
-    cached = (judged,) if judged is not None else ()
+    cached: tuple[DataFrame, ...] = ()
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
     return RunResult(state, carried, counts, counted, meta, cached, replaced, kept_rows)
@@ -251,6 +258,15 @@ def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Row:
 
 
 SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
+
+
+def chunk_row_counts(reads: DataFrame | None) -> dict[str, int]:
+    """The READ rows of each chunk (read from the files' chunk id column only)."""
+    if reads is None:
+        return {}
+    return {r[0]: r[1] for r in reads.groupBy("_cdc_chunk_id").count().collect()}
+
+
 FEW_READS = 1_000_000  # READ rows whose keys and windows the judgement broadcasts (about 100 MB at most)
 
 
@@ -320,6 +336,7 @@ def state_of(keys: DataFrame, removals: list[Any]) -> tuple[DataFrame, Observati
             F.count_if(F.col(KEPT)).alias("rows"),
             F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),
             F.count_if(F.col(HAD_PREVIOUS) & ~F.col(KEPT)).alias("removed"),
+            F.coalesce(F.sum(READS_APPLIED), F.lit(0)).alias("reads_applied"),
             F.count_if(F.col(PHANTOM) if gone is not None else F.lit(False)).alias("phantoms"),
         )
     ).drop(PHANTOM)
@@ -330,7 +347,7 @@ def run_counts(
     totals: Row,
     snapshots: Snapshots,
     reads_total: int,
-    judged: DataFrame | None,
+    reads_judged: int,
     fresh: tuple[DataFrame, DataFrame] | None,
     position: Any,
 ) -> dict[str, Any]:
@@ -339,13 +356,6 @@ def run_counts(
     if fresh is not None:
         is_new = newer_than(position)
         late = fresh[0].select(POSITION).unionByName(fresh[1].select(POSITION)).where(~is_new).count()
-    kept = dropped = 0
-    if judged is not None:
-        judgement = judged.agg(
-            F.count_if(~F.col("_cdc_dropped")).alias("kept"),
-            F.count_if(F.col("_cdc_dropped")).alias("dropped"),
-        ).first()
-        kept, dropped = judgement["kept"], judgement["dropped"]
     meta = snapshots.meta
     counts: dict[str, Any] = {
         "position": list(meta.position) if meta.position is not None else None,
@@ -354,9 +364,8 @@ def run_counts(
         # landed after the previous run, at or before its position: redelivered, in the state already
         "late_events_ignored": late,
         "reads": reads_total,
-        "reads_applied": kept,
-        "reads_dropped": dropped,
-        "reads_waiting": reads_total - kept - dropped,  # their window has not closed in the stream yet
+        "reads_judged": reads_judged,  # applied or dropped: counted as the state is written (RunResult.info)
+        "reads_waiting": reads_total - reads_judged,  # their window has not closed in the stream yet
         "windows_pending": len(snapshots.pending),
     }
     before = snapshots.before

@@ -23,10 +23,17 @@ PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
 FILL_ONLY_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
 
 KEPT, HAD_PREVIOUS = "_cdc_kept", "_cdc_had_previous"
+# per key, its READ rows that were not dropped: the run counts the READs applied as it writes the state,
+# so the judgement runs inside the merge and is not counted by a job of its own
+READS_APPLIED = "_cdc_reads_applied"
 
 
 def kept_keys(keys: DataFrame) -> DataFrame:
-    return keys.where(F.col(KEPT)).drop(KEPT, HAD_PREVIOUS)
+    return keys.where(F.col(KEPT)).drop(KEPT, HAD_PREVIOUS, READS_APPLIED)
+
+
+def reads_applied() -> Column:
+    return F.count_if(F.col("_cdc_sort").getField("priority") == PRIORITY_READ).alias(READS_APPLIED)
 
 
 def merged_keys(
@@ -36,8 +43,9 @@ def merged_keys(
     key: Sequence[str],
     left_out: int | None = None,
 ) -> DataFrame:
-    """Every key the rows name, with ``_cdc_kept`` (it is in the state) and ``_cdc_had_previous`` (the
-    previous state had it), so that one pass counts the state and the keys it lost. Per key: the last
+    """Every key the rows name, with ``_cdc_kept`` (it is in the state), ``_cdc_had_previous`` (the
+    previous state had it) and ``_cdc_reads_applied`` (its READ rows not dropped), so that one pass
+    counts the state, the keys it lost and the READs applied. Per key: the last
     row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes the last value sent
     before it; a winning delete removes the key; the latest truncate removes keys whose winner is before
     it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
@@ -96,6 +104,7 @@ def merged_by_winner(
         .agg(
             F.max_by(winner, sort).alias("_cdc_w"),
             F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+            reads_applied(),
         )
     )
     w, t = F.col("_cdc_w"), F.col("_cdc_t")
@@ -107,6 +116,7 @@ def merged_by_winner(
         F.array().cast("array<string>").alias("_cdc_unknown"),
         F.coalesce(kept, F.lit(False)).alias(KEPT),
         HAD_PREVIOUS,
+        READS_APPLIED,
     )
 
 
@@ -139,6 +149,7 @@ def merged_by_column(
         ).alias("_cdc_w"),
         F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
         F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+        reads_applied(),
         *[
             F.max_by(
                 F.struct(F.col(n).alias("v"), sort.alias("s")),
@@ -165,4 +176,5 @@ def merged_by_column(
         .alias("_cdc_unknown"),
         F.coalesce(kept, F.lit(False)).alias(KEPT),
         HAD_PREVIOUS,
+        READS_APPLIED,
     )
