@@ -14,7 +14,7 @@ from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.csvtext import text_table
 from cdc_backfill.snapshot.shape import SIGNAL_META, TableShape
-from cdc_backfill.snapshot.sql import ChunkTable, compile_sql
+from cdc_backfill.snapshot.sql import ChunkTable
 
 
 def write_watermark(conn: Any, signal_sql: str, row_id: str, kind: str, data: str) -> None:
@@ -24,13 +24,13 @@ def write_watermark(conn: Any, signal_sql: str, row_id: str, kind: str, data: st
     conn.commit()
 
 
-def copy_rows(conn: Any, stmt: Any, dialect: str, params: dict[str, Any]) -> bytes:
-    """The chunk's rows as CSV through ``COPY``; commits, because the high watermark must commit after
-    the read's transaction ended."""
+def copy_rows(conn: Any, sql: str, params: dict[str, Any]) -> bytes:
+    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) as CSV through ``COPY``;
+    commits, because the high watermark must commit after the read's transaction ended."""
     buf = io.BytesIO()
     with conn.cursor() as cur:
-        sql = cur.mogrify(compile_sql(stmt, dialect), params).decode()
-        cur.copy_expert(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", buf)
+        query = cur.mogrify(sql, params).decode()
+        cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", buf)
     conn.commit()
     return buf.getvalue()
 

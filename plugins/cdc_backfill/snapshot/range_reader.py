@@ -4,6 +4,7 @@ recorded in chunk order and only after the chunk has landed."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,7 +21,7 @@ from cdc_backfill.snapshot.chunks import copy_rows, land_chunk, read_events, wri
 from cdc_backfill.snapshot.faults import crash_point
 from cdc_backfill.snapshot.progress import NULL_RANGE, RangeProgress
 from cdc_backfill.snapshot.shape import TableShape
-from cdc_backfill.snapshot.sql import ChunkTable, chunk_select, key_params
+from cdc_backfill.snapshot.sql import ChunkTable, chunk_select, compile_sql, key_params
 
 if TYPE_CHECKING:
     from cdc_backfill.snapshot.engine import SnapshotEngine
@@ -30,11 +31,11 @@ log = logging.getLogger(__name__)
 
 def chunk_query(
     ct: ChunkTable, dialect: str, plan: CollectionPlan, rng: RangeProgress, after: list[str] | None
-) -> tuple[Any, dict[str, str]]:
-    """The next chunk's statement and parameters: keys after ``after`` up to the range's end, at most a
-    chunk of them; the range of NULL keys is read whole in one chunk (it has no order to page by)."""
+) -> tuple[str, dict[str, str]]:
+    """The next chunk's SQL and parameters: keys after ``after`` up to the range's end, at most a chunk
+    of them; the range of NULL keys is read whole in one chunk (it has no order to page by)."""
     null_range = rng.range_no == NULL_RANGE
-    stmt = chunk_select(
+    sql = chunk_sql(
         ct,
         dialect,
         after=after is not None and not null_range,
@@ -42,9 +43,34 @@ def chunk_query(
         limit=None if null_range else plan.chunk_size,
         condition=plan.condition,
         null_keys=null_range,
+    )
+    return sql, {**key_params("lo", after), **key_params("hi", rng.hi)}
+
+
+@functools.lru_cache(maxsize=64)
+def chunk_sql(
+    ct: ChunkTable,
+    dialect: str,
+    *,
+    after: bool,
+    upto: bool,
+    limit: int | None,
+    condition: str | None,
+    null_keys: bool,
+) -> str:
+    """A chunk's statement compiled once per shape: a range's chunks differ only in their key values,
+    and compiling the statement again for each chunk cost more than its watermarks."""
+    stmt = chunk_select(
+        ct,
+        dialect,
+        after=after,
+        upto=upto,
+        limit=limit,
+        condition=condition,
+        null_keys=null_keys,
         key_text=True,
     )
-    return stmt, {**key_params("lo", after), **key_params("hi", rng.hi)}
+    return compile_sql(stmt, dialect)
 
 
 class RangeReader:
@@ -107,8 +133,8 @@ class RangeReader:
         if snapshot.window_hook is not None:
             snapshot.window_hook(shape, after)
 
-        stmt, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after)
-        data_rows = copy_rows(conn, stmt, snapshot.dialect, params)  # ends the read's transaction
+        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after)
+        data_rows = copy_rows(conn, sql, params)  # ends the read's transaction
         crash_point("during-read", chunk_no)
 
         write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
