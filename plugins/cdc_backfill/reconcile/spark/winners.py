@@ -45,10 +45,10 @@ def merged_keys(
 ) -> DataFrame:
     """Every key the rows name, with ``_cdc_kept`` (it is in the state), ``_cdc_had_previous`` (the
     previous state had it) and ``_cdc_reads_applied`` (its READ rows not dropped), so that one pass
-    counts the state, the keys it lost and the READs applied. Per key: the last
-    row by ``_cdc_sort`` wins (fill-only rows never do); each column not sent takes the last value sent
-    before it; a winning delete removes the key; the latest truncate removes keys whose winner is before
-    it. Returns the typed state with ``_cdc_position`` and ``_cdc_unknown``.
+    counts the state, the keys it lost and the READs applied. Per key: the last row by ``_cdc_sort``
+    wins (fill-only rows never do); each column not sent takes the last value sent before it; a winning
+    delete removes the key; the latest truncate removes keys whose winner is before it. Returns the
+    typed state with ``_cdc_position`` and ``_cdc_unknown``.
 
     ``left_out``: how many rows (at most) left a value column out (an unchanged TOAST column, a previous
     state's unknown column, a key change's create), when the caller has counted them. Only the keys of
