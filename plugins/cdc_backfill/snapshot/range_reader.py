@@ -59,7 +59,7 @@ def chunk_sql(
     null_keys: bool,
 ) -> str:
     """A chunk's statement compiled once per shape: a range's chunks differ only in their key values,
-    and compiling the statement again for each chunk cost more than its watermarks."""
+    and compiling it for each chunk took the reader nearly as long as the chunk's two watermarks."""
     stmt = chunk_select(
         ct,
         dialect,

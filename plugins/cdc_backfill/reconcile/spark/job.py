@@ -161,8 +161,6 @@ def reconcile_one(
         log.info("%s: snapshot %s: %s", r.collection, snapshot, what)
     if info["phantoms_removed"]:
         log.info("%s: %s phantom row(s) removed", r.collection, f"{info['phantoms_removed']:,}")
-    # released before the next collection: in a long-lived session they would fill the memory
-    result.release()
     return info
 
 

@@ -229,11 +229,10 @@ def carry(rows: DataFrame, signals: DataFrame, pending: DataFrame) -> tuple[Data
 
 @dataclass(frozen=True)
 class ReconcileParts:
-    """The state and the frames it came from, for the run summary to count."""
+    """The state and the frames it came from."""
 
     keys: DataFrame  # merged_keys: the state's keys and the ones it lost
     stream: DataFrame  # the collection's row events, typed
-    judged: DataFrame | None  # READ rows whose window closed, with ``_cdc_dropped`` (judged_reads)
     windows: DataFrame  # every window found in this run's signal rows (carry included)
 
     @property
@@ -275,10 +274,8 @@ def reconcile_parts(
         wins = windows(signals)
     truncs = None if no_truncate else truncates(rows)
     parts = [stream]
-    judged = None
     if reads is not None:
-        judged = judged_reads(reads, wins, stream, truncs, key, few_reads)
-        parts += read_rows(judged, columns)
+        parts += read_rows(judged_reads(reads, wins, stream, truncs, key, few_reads), columns)
     untouched = None
     if previous is not None:
         if touched_only and reads is None:
@@ -295,7 +292,7 @@ def reconcile_parts(
     keys = merged_keys(merged, truncs, columns, key, left_out)
     if untouched is not None:
         keys = keys.unionByName(as_kept_keys(untouched, columns))
-    return ReconcileParts(keys, stream, judged, wins)
+    return ReconcileParts(keys, stream, wins)
 
 
 def unknown_columns(previous: DataFrame) -> Column:

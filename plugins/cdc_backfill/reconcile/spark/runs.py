@@ -84,9 +84,9 @@ class RunResult:
     state: DataFrame  # observed: some of its counts are known only once it is written
     carry: tuple[DataFrame, DataFrame] | None  # for the next run (log rows, signal rows), beside the state
     counts: dict[str, Any]  # the run summary's counts known before the write
-    counted: Observation  # the state's rows, its incomplete rows and the keys it lost, counted by the write
+    # the state's rows, its incomplete rows, the keys it lost and the READs applied, counted by the write
+    counted: Observation
     meta: dict[str, Any]  # what the new version has consumed (reconcile.runs.RunMeta)
-    cached: tuple[DataFrame, ...] = ()  # what the run cached, to release once the version is written
     # the previous version's files ``state`` replaces (None: all of them); the others are kept as they are
     replaced: tuple[str, ...] | None = None
     kept_rows: int = 0  # the rows of the files kept
@@ -109,10 +109,6 @@ class RunResult:
             "keys_removed_since_previous": counted["removed"],
         }
 
-    def release(self) -> None:
-        for df in self.cached:
-            df.unpersist()
-
 
 def reconcile_run(
     run: RunInput,
@@ -134,8 +130,8 @@ def reconcile_run(
 
     A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues
     one over the new log rows (position, counts, truncates), one for the windows (collected: the
-    signal rows are a few per chunk) and the state's write, which counts the state as it goes. Runs
-    with READ rows add a count of them and one of their judgement. Release the result once written.
+    signal rows are a few per chunk) and the state's write, which counts the state (and the READs
+    applied) as it goes. Runs with READ rows add a count of them per chunk.
 
     ``by_file``: where only the keys the stream names change, the result holds only the rows of the
     previous version's files that hold one of those keys (and the new keys): the writer replaces those
@@ -163,8 +159,7 @@ def reconcile_run(
     # READ rows per chunk (one job over the chunk ids): how many the judgement takes, and how many wait
     chunk_rows = chunk_row_counts(frames.reads)
     reads_total = sum(chunk_rows.values())
-    closed = {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
-    reads_judged = sum(n for c, n in chunk_rows.items() if c in closed)
+    reads_judged = sum(n for c, n in chunk_rows.items() if c in closed_chunks(window_rows))
     small = touched_only and totals["applied"] < SMALL_RUN
     parts = reconcile_parts(
         new_rows, new_signals, frames.reads, columns, key, previous,
@@ -183,10 +178,9 @@ def reconcile_run(
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
     carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
-    cached: tuple[DataFrame, ...] = ()
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
-    return RunResult(state, carried, counts, counted, meta, cached, replaced, kept_rows)
+    return RunResult(state, carried, counts, counted, meta, replaced, kept_rows)
 
 
 def same_columns(a: T.StructType, b: T.StructType) -> bool:
@@ -260,6 +254,11 @@ def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Row:
 SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
 
 
+def closed_chunks(window_rows: list[Row]) -> set[str]:
+    """The chunk ids of the windows whose high watermark is in the stream: their READ rows are judged."""
+    return {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
+
+
 def chunk_row_counts(reads: DataFrame | None) -> dict[str, int]:
     """The READ rows of each chunk (read from the files' chunk id column only)."""
     if reads is None:
@@ -306,7 +305,7 @@ def judge_snapshots(
     """The chunks judged now (by file, not by row: a chunk that read no rows, a range emptied by
     deletes or a truncate, still closes its window), each snapshot's track advanced, and which finished
     snapshots remove phantoms."""
-    closed_ids = {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
+    closed_ids = closed_chunks(window_rows)
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
     snapshot_of = {w["_cdc_chunk_id"]: w["_cdc_signal"] for w in window_rows}
     judged_by_snapshot = Counter(snapshot_of[c] for c in judged_now if snapshot_of.get(c))
