@@ -60,9 +60,8 @@ def state_at(
     collection: str,
     position: int | None,
     signal_table: str,
-) -> tuple[DataFrame, Callable[[], None]]:
-    """The collection's state advanced to P (None: over everything landed), and what releases what
-    computing it cached."""
+) -> DataFrame:
+    """The collection's state advanced to P (None: over everything landed)."""
     previous = current_state(state_dir, collection)
     if previous is None:
         raise VerifyError(no_state_reason(state_dir, collection))
@@ -84,7 +83,7 @@ def _advanced(
     collection: str,
     signal_table: str,
     position: int | None,
-) -> tuple[DataFrame, Callable[[], None]]:
+) -> DataFrame:
     columns, key = collection_columns(landing, collection)
     files = landed_log_files(landing, run.meta.position).files
     rows, signals = run_rows(spark, landing, run, columns, key, signal_table, files)
@@ -92,7 +91,7 @@ def _advanced(
     if position is not None:
         rows, signals = rows.where(before(position)), signals.where(before(position))
     result = reconcile_run(run, rows, signals, frames, columns, key)
-    return result.state, result.release
+    return result.state
 
 
 def verify_at_position(
@@ -123,11 +122,8 @@ def verify_at_position(
     out = []
     try:
         for coll in collections:
-            state, release = state_at(spark, landing, state_dir, coll, snapshot.position, signal_table)
-            try:
-                report = compare_frame(state, sources[coll])
-            finally:
-                release()
+            state = state_at(spark, landing, state_dir, coll, snapshot.position, signal_table)
+            report = compare_frame(state, sources[coll])
             report = replace(report, extra={**report.extra, "position": snapshot.lsn})
             out.append(AtPosition(sources[coll], report))
     finally:

@@ -50,11 +50,7 @@ def _state_stats(
         from cdc_backfill.ingest.spark.job import ingest_landing
 
         ingest_landing(spark, landing, None, ColumnSources(landing, signal_table))
-    state, release = state_at(spark, landing, state_dir, collection, None, signal_table)
-    try:
-        return frame_stats(state, source)
-    finally:
-        release()
+    return frame_stats(state_at(spark, landing, state_dir, collection, None, signal_table), source)
 
 
 def verify_now(
