@@ -82,31 +82,18 @@ def parse_lines(
     as one stream in delivery order."""
     order = PgRestartOrder()
     for lineno, line in enumerate(lines, start=1):
-        item = parse_line(line, file, lineno, options, order)
-        if item is not None:
-            yield lineno, item
-
-
-def parse_line(
-    line: str | bytes,
-    file: str | None,
-    lineno: int,
-    options: ParseOptions = DEFAULT_OPTIONS,
-    order: PgRestartOrder | None = None,
-) -> list[ChangeEvent] | Quarantined | None:
-    """One line's events, or its quarantine entry; None for a blank line. ``order``: the stream's, for
-    the lines of one file read in delivery order."""
-    if not line.strip():
-        return None
-    try:
-        return parse_record(loads(line), options, order=order)
-    except ParseError as exc:
-        reason = str(exc)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        # A shape no rule above foresaw: still the record's fault, still quarantined with a reason.
-        reason = f"unexpected shape: {type(exc).__name__}: {exc}"
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    return Quarantined(reason, file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])
+        if not line.strip():
+            continue
+        try:
+            yield lineno, parse_record(loads(line), options, order=order)
+        except ParseError as exc:
+            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+            yield lineno, Quarantined(str(exc), file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # A shape no rule above foresaw: still the record's fault, still quarantined with a reason.
+            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+            reason = f"unexpected shape: {type(exc).__name__}: {exc}"
+            yield lineno, Quarantined(reason, file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])
 
 
 def iter_file(

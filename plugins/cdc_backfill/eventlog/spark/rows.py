@@ -77,8 +77,6 @@ def as_log_rows(
     values = []
     for c in columns:
         value = from_debezium(c, after.getField(c.name))
-        # a column the event did not send: its placeholder, where the JVM's parse kept it, is no value
-        value = F.when(F.array_contains(F.col("unchanged"), c.name), F.lit(None)).otherwise(value)
         if c.name in key:
             value = F.coalesce(value, from_debezium(c, key_values.getField(c.name)))
         values.append(value.cast(spark_type(c)).alias(c.name))

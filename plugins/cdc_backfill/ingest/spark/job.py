@@ -28,9 +28,9 @@ from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
-from cdc_backfill.ingest.connect import described_from_json, wrapped_columns
+from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
-from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, lines_at, parse_landing_files
+from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files
 from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet, rmtree
 from cdc_backfill.layout import (
     LOG_DIR,
@@ -48,14 +48,12 @@ log = logging.getLogger("cdc_backfill.ingest")
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,
-    the greatest position, events whose wrapper the JVM's parse did not read (``wrapped``). One small
-    aggregate."""
+    the greatest position. One small aggregate."""
     row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
     return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
         F.count_if(row).alias("events"),
         F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
         F.max("position").alias("last"),
-        F.count_if(row & F.col("wrapped")).alias("wrapped"),
     )
 
 
@@ -84,31 +82,13 @@ def keyless_collections(parsed: DataFrame) -> list[str]:
     return sorted({c for r in names if (c := missing_key_collection(r[0])) is not None})
 
 
-def wrapped_descriptions(parsed: DataFrame, jvm_wrapped: bool) -> dict[str, Described]:
-    """What the records' ``{schema, payload}`` wrappers say of each collection: the first wrapped event
-    of each collection in each file says it; where files differ (a column added between them), the last
-    file in name order. ``jvm_wrapped``: some events parsed on the JVM carry a wrapper, whose line is
-    read again to describe it (one per collection and file)."""
-    told = [
-        (r["file"], r["line"], r["collection"], r["described"])
-        for r in parsed.where(F.col("described").isNotNull()).select("collection", "file", "line", "described")
-        .collect()
-    ]  # fmt: skip
-    if jvm_wrapped:
-        firsts = (
-            parsed.where(F.col("wrapped"))
-            .groupBy("collection", "file")
-            .agg(F.min("line").alias("line"))
-            .collect()
-        )
-        texts = lines_at(parsed.sparkSession, [(r["file"], r["line"]) for r in firsts])
-        for r in firsts:
-            described = wrapped_columns(texts[(r["file"], r["line"])])
-            if described is not None:
-                told.append((r["file"], r["line"], r["collection"], described))
+def wrapped_descriptions(parsed: DataFrame) -> dict[str, Described]:
+    """What the records' ``{schema, payload}`` wrappers say of each collection: one row per collection
+    and file at most; where files differ (a column added between them), the last file in name order."""
+    rows = parsed.where(F.col("described").isNotNull()).select("collection", "file", "described").collect()
     out: dict[str, Described] = {}
-    for _file, _line, collection, described in sorted(told, key=lambda t: (t[0], -t[1])):
-        out[collection] = described_from_json(described)
+    for r in sorted(rows, key=lambda r: r["file"]):
+        out[r["collection"]] = described_from_json(r["described"])
     return out
 
 
@@ -175,13 +155,13 @@ def parse_inputs(spark: SparkSession, inputs: Sequence[InputFile], sources: Colu
     """The input files parsed once (every collection's write, the totals and the quarantine read it)."""
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     keys = sources.known_keys()
-    parsed = parse_landing_files(files, ParseOptions(key_columns=keys), checkpoint=True)
+    parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).localCheckpoint()
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
     found = {c: d[1] for c in keyless_collections(parsed) if (d := sources.find(c)) is not None}
     if found:
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
-        parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found}), checkpoint=True)
+        parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found})).localCheckpoint()
     return parsed
 
 
@@ -190,7 +170,7 @@ def described_collections(
 ) -> dict[str, Any]:
     """Each collection's columns and key; ColumnsError, before anything is written, for events whose
     shape does not match them (nothing lands, no input is marked as ingested)."""
-    wrapped = wrapped_descriptions(parsed, any(r["wrapped"] for r in totals.values()))
+    wrapped = wrapped_descriptions(parsed)
     if wrapped:
         log.info("column types of %s from the records' schema wrappers", ", ".join(sorted(wrapped)))
     described = sources.with_wrapped(wrapped).columns([c for c in totals if c is not None])
