@@ -159,7 +159,8 @@ def reconcile_run(
     # READ rows per chunk (one job over the chunk ids): how many the judgement takes, and how many wait
     chunk_rows = chunk_row_counts(frames.reads)
     reads_total = sum(chunk_rows.values())
-    reads_judged = sum(n for c, n in chunk_rows.items() if c in closed_chunks(window_rows))
+    closed = closed_chunks(window_rows)
+    reads_judged = sum(n for c, n in chunk_rows.items() if c in closed)
     small = touched_only and totals["applied"] < SMALL_RUN
     parts = reconcile_parts(
         new_rows, new_signals, frames.reads, columns, key, previous,
