@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from cdc_backfill.lakepath import LakePath, S3Path
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pyarrow as pa
 
 
@@ -81,17 +83,24 @@ def _put_if_absent(path: S3Path, data: bytes) -> bool:
     return True
 
 
-def write_parquet(path: LakePath, table: pa.Table) -> LakePath:
+def write_parquet(path: LakePath, table: pa.Table, dictionary: bool | Sequence[str] = True) -> LakePath:
     """A Parquet file written whole: ``.<name>.part``, fsync, rename, fsync of the folder (on S3 one
-    upload, visible when complete). A crash leaves the file or a ``.part`` that no reader lists."""
+    upload, visible when complete). A crash leaves the file or a ``.part`` that no reader lists.
+    ``dictionary``: the columns to dictionary-encode (all by default). A column of distinct values gains
+    nothing from it and costs its hashing: for a snapshot chunk, encoding only its constant columns
+    wrote the file in about two thirds of the time and a third smaller under zstd."""
     import pyarrow.parquet as pq
 
+    options = {
+        "compression": "zstd",
+        "use_dictionary": dictionary if isinstance(dictionary, bool) else list(dictionary),
+    }
     if isinstance(path, S3Path):
-        pq.write_table(table, path.fs_path, filesystem=path.fs, compression="zstd")
+        pq.write_table(table, path.fs_path, filesystem=path.fs, **options)
         return path
     tmp = path.with_name(f".{path.name}.part")
     with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
+        pq.write_table(table, fh, **options)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

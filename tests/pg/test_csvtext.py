@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from cdc_backfill.pg.csvtext import csv_row, text_table
+from cdc_backfill.pg.csvtext import csv_row, text_table, text_tail
 from cdc_backfill.pgtypes import PgColumn
 
 COLUMNS = [
@@ -48,3 +48,13 @@ def test_no_rows_give_the_typed_empty_table() -> None:
     assert (
         table.num_rows == 0 and table.schema.field("raw").type == "binary" and table.schema.names[-1] == "_k0"
     )
+
+
+def test_the_tail_gives_the_row_count_and_the_last_rows_key_text_as_written() -> None:
+    # a key of text with a comma, a quote and a line break, after a value whose text would not convert
+    rows = [[b"1", b"not a number", b"a"], [b"2", b"x,\ny", b'k "1",\n2']]
+    assert text_tail(b"".join(csv_row(r) for r in rows), ["id", "amount", "_cdc_k0"], ["_cdc_k0"]) == (
+        2,
+        ['k "1",\n2'],
+    )
+    assert text_tail(b"", ["id", "_cdc_k0"], ["_cdc_k0"]) == (0, None)

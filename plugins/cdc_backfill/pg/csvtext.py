@@ -54,6 +54,22 @@ def text_table(data: bytes, columns: Sequence[PgColumn], text_columns: Sequence[
     return table
 
 
+def text_tail(data: bytes, names: Sequence[str], wanted: Sequence[str]) -> tuple[int, list[str] | None]:
+    """How many CSV rows ``data`` holds (its columns ``names``) and the last row's ``wanted`` values as
+    text, without converting the other columns: a reader needs only these before its next query."""
+    if not data:
+        return 0, None
+    table = pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(column_names=list(names), block_size=8 << 20),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=list(wanted), column_types=dict.fromkeys(wanted, pa.string())
+        ),
+    )
+    n = table.num_rows
+    return n, ([table.column(w)[n - 1].as_py() for w in wanted] if n else None)
+
+
 def _schema(columns: Sequence[PgColumn], text_columns: Sequence[str]) -> pa.Schema:
     return pa.schema(
         [pa.field(c.name, arrow_type(c)) for c in columns] + [pa.field(n, pa.string()) for n in text_columns]

@@ -12,8 +12,8 @@ import pyarrow as pa
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
-from cdc_backfill.pg.csvtext import text_table
-from cdc_backfill.snapshot.shape import SIGNAL_META, TableShape
+from cdc_backfill.pg.csvtext import text_table, text_tail
+from cdc_backfill.snapshot.shape import META_COLUMNS, SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable
 
 
@@ -35,21 +35,32 @@ def copy_rows(conn: Any, sql: str, params: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
+def chunk_end(data: bytes, shape: TableShape, ct: ChunkTable) -> tuple[int, list[str] | None]:
+    """How many rows the CSV of a chunk holds and its last key as text: all a reader needs before its
+    next chunk, so the conversion to Arrow (``read_events``) can run on the lander meanwhile."""
+    return text_tail(data, [c.name for c in shape.columns] + key_columns(ct), key_columns(ct))
+
+
+def key_columns(ct: ChunkTable) -> list[str]:
+    """The names of the chunk key's text columns that a chunk's query appends to each row."""
+    return [f"_cdc_k{i}" for i in range(len(ct.key))]
+
+
 def read_events(
     data: bytes, shape: TableShape, ct: ChunkTable, chunk_id: str, signal: str | None = None
 ) -> tuple[pa.Table, list[str] | None]:
     """The CSV of a chunk as READ events in the collection's Arrow schema, and its last key as text (the
     query appends the chunk key as text columns so the next chunk starts exactly after it)."""
-    key_names = [f"_cdc_k{i}" for i in range(len(ct.key))]
+    key_names = key_columns(ct)
     table = text_table(data, shape.columns, key_names)
     last = None
     if table.num_rows:
         last = [table.column(k)[table.num_rows - 1].as_py() for k in key_names]
     table = table.drop_columns(key_names)
     n = table.num_rows
-    table = table.append_column("_cdc_op", pa.array(["r"] * n, pa.string()))
-    table = table.append_column("_cdc_collection", pa.array([shape.collection] * n, pa.string()))
-    table = table.append_column("_cdc_chunk_id", pa.array([chunk_id] * n, pa.string()))
+    # Constant columns by repeat: built from Python lists they took a third of the conversion's time.
+    for name, value in zip(META_COLUMNS, ("r", shape.collection, chunk_id), strict=True):
+        table = table.append_column(name, pa.repeat(pa.scalar(value, pa.string()), n))
     return table.cast(shape.arrow_schema(signal)), last
 
 
@@ -57,7 +68,7 @@ def land_chunk(landing: Path, collection: str, chunk_id: str, table: pa.Table) -
     """Temporary name, fsync, rename, fsync of the folder: a chunk file is whole or absent."""
     folder = snapshot_dir(landing, collection)
     folder.mkdir(parents=True, exist_ok=True)
-    return write_parquet(folder / f"{chunk_id}.parquet", table)
+    return write_parquet(folder / f"{chunk_id}.parquet", table, dictionary=META_COLUMNS)
 
 
 def count_chunks(landing: Path, collection: str, signal: str) -> int:
