@@ -89,3 +89,31 @@ def test_options_reach_the_workers(spark, tmp_path: Path) -> None:  # type: igno
     parsed = landing_events(spark, str(tmp_path), ParseOptions(collection="INVENTORY.CUSTOMERS"))
     assert events_only(parsed).where("collection = 'INVENTORY.CUSTOMERS'").count() == 3
     assert quarantined_only(parsed).count() == 0
+
+
+def test_the_shapes_given_out_are_every_rows_key_and_column_names(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from cdc_backfill.eventlog.schema import OPS
+    from cdc_backfill.ingest.spark.job import collection_totals, event_shapes
+
+    for name in (
+        "debezium_postgres_customers.json",
+        "debezium_sqlserver_customers.json",
+        "dataworks_kafka_no_pk.json",
+    ):
+        _as_jsonl(FIXTURES / name, tmp_path / (name + "l"))
+    parsed = landing_events(spark, str(tmp_path)).cache()
+    rows = events_only(parsed).collect()
+    shaped = parsed.where("shape IS NOT NULL").collect()
+    assert 0 < len(shaped) < len(rows)  # once per shape, not once per row
+
+    expected: dict[str, tuple[set, set]] = {}
+    for r in rows:
+        if r.op not in OPS or r.collection is None:
+            continue
+        keys, names = expected.setdefault(r.collection, (set(), set()))
+        if r.key is not None:
+            keys.add(tuple(sorted(json.loads(r.key))))
+        names.update(json.loads(r.after if r.after is not None else r.before or "{}"))
+    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    got = {c: ({tuple(k) for k in ks}, set(names)) for c, ks, names in event_shapes(totals)}
+    assert got == expected

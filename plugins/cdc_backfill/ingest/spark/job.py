@@ -48,31 +48,29 @@ log = logging.getLogger("cdc_backfill.ingest")
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,
-    the greatest position. One small aggregate."""
+    the greatest position, and the shapes of its events (``shape`` of the parser's rows). One small
+    aggregate."""
     row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
     return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
         F.count_if(row).alias("events"),
         F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
         F.max("position").alias("last"),
+        F.collect_set("shape").alias("shapes"),
     )
 
 
-def event_shapes(parsed: DataFrame) -> list[tuple[str, list[list[str]], list[str]]]:
+def event_shapes(totals: dict[Any, Any]) -> list[tuple[str, list[list[str]], list[str]]]:
     """Per collection: the distinct sets of key names its events carry, and every column name they carry
-    (one small aggregate; the signal collection's rows included)."""
-    row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS) & F.col("collection").isNotNull()
-    rows = (
-        parsed.where(row)
-        .groupBy("collection")
-        .agg(
-            F.collect_set(F.array_sort(F.json_object_keys("key"))).alias("keys"),
-            F.array_distinct(
-                F.flatten(F.collect_set(F.json_object_keys(F.coalesce(F.col("after"), F.col("before")))))
-            ).alias("columns"),
-        )
-        .collect()
-    )
-    return [(r["collection"], [k for k in r["keys"] if k is not None], r["columns"] or []) for r in rows]
+    (the signal collection's rows included), from the shapes the parser gave out (pure)."""
+    out = []
+    for collection, r in totals.items():
+        if collection is None:
+            continue
+        shapes = [json.loads(s) for s in r["shapes"] or []]
+        key_sets = {tuple(s["key"]) for s in shapes if s["key"] is not None}
+        columns = dict.fromkeys(c for s in shapes for c in s["columns"])
+        out.append((collection, [list(k) for k in sorted(key_sets)], list(columns)))
+    return out
 
 
 def keyless_collections(parsed: DataFrame) -> list[str]:
@@ -176,7 +174,7 @@ def described_collections(
     described = sources.with_wrapped(wrapped).columns([c for c in totals if c is not None])
     refused = [
         why
-        for coll, key_sets, names in event_shapes(parsed)
+        for coll, key_sets, names in event_shapes(totals)
         if coll in described and (why := shape_mismatch(coll, key_sets, names, described[coll]))
     ]
     if refused:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import orjson
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,6 +28,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from cdc_backfill.eventlog.schema import OPS
 from cdc_backfill.events.model import Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
 from cdc_backfill.events.positions import position_key
@@ -52,6 +54,10 @@ PARSED_SCHEMA = StructType(
         # what the record's {schema, payload} wrapper says of its collection (ingest.connect), on the
         # first event of each collection in each file only
         StructField("described", StringType()),
+        # the key names and column names of a row event, as JSON, on the first event of each shape
+        # (collection, key names, column names) a worker parsed only: what ingest checks against the
+        # collection's description, without reading every row's JSON again
+        StructField("shape", StringType()),
     ]
 )
 
@@ -87,6 +93,7 @@ ARROW_SCHEMA = pa.schema(
         ("quarantine_reason", pa.string()),
         ("record", pa.string()),
         ("described", pa.string()),
+        ("shape", pa.string()),
     ]
 )
 _BATCH_ROWS = 20_000
@@ -102,6 +109,7 @@ class _Columns:
 
     def __init__(self) -> None:
         self.cols: list[list[Any]] = [[] for _ in ARROW_SCHEMA.names]
+        self.shapes: set[tuple[Any, ...]] = set()  # the shapes this worker gave out already
 
     def __len__(self) -> int:
         return len(self.cols[10])  # the file column: one value per row, event or quarantined
@@ -112,7 +120,8 @@ class _Columns:
         """One line's events; the first event of each collection in the file carries the columns its
         schema wrapper describes (``seen``: the collections looked at)."""
         (collection, op, key, before, after, unchanged, position, ts, fmt, snapshot, file, line, reason,
-         record, described) = self.cols  # fmt: skip
+         record, described, shape) = self.cols  # fmt: skip
+        shapes = self.shapes
         for ev in events:
             collection.append(ev.collection)
             op.append(ev.op)
@@ -133,11 +142,21 @@ class _Columns:
             else:
                 seen.add(ev.collection)
                 described.append(wrapped_columns(lines[lineno - 1]))
+            row = ev.after if ev.after is not None else ev.before
+            this = (ev.collection, None if ev.key is None else tuple(ev.key), tuple(row or ()))
+            if this in shapes or ev.collection is None or ev.op not in OPS:
+                shape.append(None)
+            else:
+                shapes.add(this)
+                names = None if this[1] is None else sorted(this[1])
+                shape.append(orjson.dumps({"key": names, "columns": this[2]}).decode())
 
     def add_quarantined(self, item: Quarantined, path: str, lineno: int) -> None:
         for c in self.cols[:10]:
             c.append(None)
-        for c, value in zip(self.cols[10:], (path, lineno, item.reason, item.record, None), strict=True):
+        for c, value in zip(
+            self.cols[10:], (path, lineno, item.reason, item.record, None, None), strict=True
+        ):
             c.append(value)
 
     def flush(self) -> pa.RecordBatch:
