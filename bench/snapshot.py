@@ -91,9 +91,9 @@ def run_engine(url: str, landing: Path, readers: int) -> tuple[float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, action="append", help="table sizes (default 1000000)")
-    ap.add_argument("--chunk-size", type=int, default=8192)
+    ap.add_argument("--chunk-size", type=int, help="rows per chunk (default: none, the engine sizes them)")
     args = ap.parse_args()
-    rows_out, meta = [], {"chunk_size": args.chunk_size}
+    rows_out, meta = [], {"chunk_size": args.chunk_size or "engine's own (grows from 4096)"}
     for n in args.rows or [1_000_000]:
         with EmbeddedPostgres(settings={"fsync": "off", "shared_buffers": "512MB"}) as pg:
             engine = sa.create_engine(pg.url)

@@ -141,9 +141,12 @@ def test_a_form_is_normalised_once_into_a_typed_request() -> None:
             "landing_dir": " lake ", "state_dir": "state", "condition": "  "}  # fmt: skip
     request = plans.SnapshotRequest.from_form(form)
     assert request == plans.SnapshotRequest(
-        ("public\\.orders",), None, None, 4096, 4, "native", "drain", "lake", "state", False
+        ("public\\.orders",), None, None, None, 4, "native", "drain", "lake", "state", False
     )
-    assert request.signal("s1").chunk_size == 4096 and request.signal("s1").collections == (
+    # no chunk size: the signal names none, and the engine sizes the chunks
+    assert plans.SnapshotRequest.from_form({**form, "chunk_size": "None"}).chunk_size is None
+    assert plans.SnapshotRequest.from_form({**form, "chunk_size": " 500 "}).chunk_size == 500
+    assert request.signal("s1").chunk_size is None and request.signal("s1").collections == (
         "public\\.orders",
     )
     for bad, message in (

@@ -124,12 +124,13 @@ def reading_params() -> dict[str, Param]:
     """How a snapshot is read and its stream landed: chunk size, readers, engine, capture."""
     return {
         "chunk_size": Param(
-            4096,
-            type="integer",
+            None,
+            type=["null", "integer"],
             allOf=[{"minimum": 1, "maximum": MAX_CHUNK_SIZE}],
             title="Chunk size",
             description=f"Rows per chunk, 1 to {MAX_CHUNK_SIZE:,}: each chunk is read between its own low and "
-            "high watermark.",
+            "high watermark. Empty: the engine starts at 4,096 and doubles while chunks read fast, up to "
+            "65,536 rows or 32 MiB.",
         ),
         "readers": Param(
             1,

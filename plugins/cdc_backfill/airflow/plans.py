@@ -55,6 +55,11 @@ def optional_text(value: Any) -> str | None:
     return None if text in ("", "None") else text
 
 
+def optional_int(value: Any, name: str, lo: int, hi: int) -> int | None:
+    """A form's whole number that may be left empty (None: not given)."""
+    return None if optional_text(value) is None else as_int(value, name, lo, hi)
+
+
 def as_int(value: Any, name: str, lo: int, hi: int) -> int:
     try:
         number = int(value)
@@ -93,7 +98,7 @@ def execute_signal(
 
 # A snapshot form's fields and their defaults (collections has none: it must be given).
 FORM_DEFAULTS: dict[str, Any] = {
-    "condition": None, "surrogate_key": None, "chunk_size": 4096, "readers": 1, "engine": "native",
+    "condition": None, "surrogate_key": None, "chunk_size": None, "readers": 1, "engine": "native",
     "capture": "drain", "landing_dir": None, "state_dir": None, "verify": True,
 }  # fmt: skip
 FORM_FIELDS = ("collections", *FORM_DEFAULTS)
@@ -107,7 +112,7 @@ class SnapshotRequest:
     collections: tuple[str, ...]
     condition: str | None
     surrogate_key: str | None
-    chunk_size: int
+    chunk_size: int | None  # None: the engine sizes the chunks (snapshot.sizing)
     readers: int
     snapshot_by: str
     capture: str
@@ -127,7 +132,7 @@ class SnapshotRequest:
             tuple(as_list(v.get("collections"))),
             optional_text(v["condition"]),
             optional_text(v["surrogate_key"]),
-            as_int(v["chunk_size"], "chunk_size", 1, MAX_CHUNK_SIZE),
+            optional_int(v["chunk_size"], "chunk_size", 1, MAX_CHUNK_SIZE),
             as_int(v["readers"], "readers", 1, MAX_READERS),
             one_of(v["engine"], "engine", ENGINES),
             one_of(v["capture"], "capture", CAPTURES),

@@ -8,7 +8,7 @@ start_date = "2026-01-01"
 catchup = false
 collections = ['public\\.orders']          # regexes of whole schema.table names
 condition = "updated_at >= '{{ data_interval_start }}' AND updated_at < '{{ data_interval_end }}'"
-chunk_size = 4096                           # optional, like the rest below
+chunk_size = 4096                           # optional, like the rest below (none: sized by the engine)
 ```
 
 A broken entry is refused with its position and reason: the DAG file raises, so Airflow shows the
@@ -50,7 +50,7 @@ class BackfillSchedule:
     condition: str | None = None
     catchup: bool = False
     surrogate_key: str | None = None
-    chunk_size: int = 4096
+    chunk_size: int | None = None  # None: the engine sizes the chunks
     readers: int = 1
     engine: str = "native"
     capture: str = "drain"
@@ -107,9 +107,11 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
         schedule = None
     if schedule is not None and not isinstance(schedule, str):
         raise ScheduleError(f"{where} ({name}): schedule must be a cron expression or preset")
-    chunk = raw.get("chunk_size", 4096)
+    chunk = raw.get("chunk_size")
     readers = raw.get("readers", 1)
     for key, value, hi in (("chunk_size", chunk, MAX_CHUNK_SIZE), ("readers", readers, MAX_READERS)):
+        if value is None and key == "chunk_size":
+            continue
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
             raise ScheduleError(f"{where} ({name}): {key} must be 1 to {hi:,}, not {value!r}")
     engine = raw.get("engine", "native")

@@ -37,6 +37,7 @@ class CollectionPlan:
     condition: str | None
     chunk_size: int
     columns: tuple[str, ...]
+    adaptive: bool = False  # the signal named no chunk size: the engine grows chunks that read fast
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class ValidatedSignal:
 def _plan(
     table: TableInfo, signal: Signal, condition: str | None, dialect: str, chunk_size: int
 ) -> CollectionPlan:
+    """One collection's plan: its key, its checked condition, and its chunk size (``chunk_size``, grown
+    by the engine when the signal named none)."""
     coll = table.collection
     if signal.surrogate_key is not None:
         if signal.surrogate_key not in table.columns:
@@ -70,7 +73,7 @@ def _plan(
     else:
         raise SignalError(f"{coll} has no primary key: give a surrogate-key (a unique, non-null column)")
     checked = check_condition(condition, dialect, table.columns, coll) if condition is not None else None
-    return CollectionPlan(coll, key, checked, chunk_size, table.columns)
+    return CollectionPlan(coll, key, checked, chunk_size, table.columns, adaptive=signal.chunk_size is None)
 
 
 def _check_surrogate(table: TableInfo, column: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from cdc_backfill.snapshot.chunks import chunk_end, copy_rows, land_chunk, read_
 from cdc_backfill.snapshot.faults import crash_point
 from cdc_backfill.snapshot.progress import NULL_RANGE, RangeProgress
 from cdc_backfill.snapshot.shape import TableShape
+from cdc_backfill.snapshot.sizing import next_chunk_size
 from cdc_backfill.snapshot.sql import ChunkTable, chunk_select, compile_sql, key_params
 
 if TYPE_CHECKING:
@@ -28,17 +30,23 @@ log = logging.getLogger(__name__)
 
 
 def chunk_query(
-    ct: ChunkTable, dialect: str, plan: CollectionPlan, rng: RangeProgress, after: list[str] | None
+    ct: ChunkTable,
+    dialect: str,
+    plan: CollectionPlan,
+    rng: RangeProgress,
+    after: list[str] | None,
+    size: int | None = None,
 ) -> tuple[str, dict[str, str]]:
-    """The next chunk's SQL and parameters: keys after ``after`` up to the range's end, at most a chunk
-    of them; the range of NULL keys is read whole in one chunk (it has no order to page by)."""
+    """The next chunk's SQL and parameters: keys after ``after`` up to the range's end, at most ``size``
+    of them (the plan's chunk size by default); the range of NULL keys is read whole in one chunk (it
+    has no order to page by)."""
     null_range = rng.range_no == NULL_RANGE
     sql = chunk_sql(
         ct,
         dialect,
         after=after is not None and not null_range,
         upto=rng.hi is not None and not null_range,
-        limit=None if null_range else plan.chunk_size,
+        limit=None if null_range else (size or plan.chunk_size),
         condition=plan.condition,
         null_keys=null_range,
     )
@@ -84,6 +92,7 @@ class RangeReader:
         self.shape = shape
         self.ct = shape.chunk_table()
         self.conn = conn
+        self.size = plan.chunk_size  # rows the next chunk asks for: grows when the plan is adaptive
 
     def read(self, rng: RangeProgress) -> None:
         """Chunk after chunk until the range is done, or the engine is paused or stopped. A chunk's
@@ -99,10 +108,13 @@ class RangeReader:
             pending: Future[None] | None = None
             try:
                 while self.snapshot.keeps_reading(self.sig.id, self.plan.collection):
-                    chunk_id, data, n, last = self._chunk(after, rng, chunks + 1)
+                    size = self.size
+                    chunk_id, data, n, last, seconds = self._chunk(after, rng, chunks + 1)
                     chunks += 1
                     rows += n
-                    done = rng.range_no == NULL_RANGE or n < self.plan.chunk_size or last is None
+                    done = rng.range_no == NULL_RANGE or n < size or last is None
+                    if self.plan.adaptive:
+                        self.size = next_chunk_size(size, self.plan.chunk_size, n, len(data), seconds)
                     if pending is not None:
                         pending.result()  # the previous chunk has landed and its progress is recorded
                     pending = lander.submit(
@@ -118,30 +130,32 @@ class RangeReader:
 
     def _chunk(
         self, after: list[str] | None, rng: RangeProgress, chunk_no: int
-    ) -> tuple[str, bytes, int, list[str] | None]:
+    ) -> tuple[str, bytes, int, list[str] | None, float]:
         """Read one chunk between its watermarks; returns (chunk id, its rows as CSV, how many, last key
-        as text). Converting the rows is left to the lander: with it here the reader took half again as
-        long per chunk, and the reader's pace is the snapshot's."""
+        as text, seconds its window was open). Converting the rows is left to the lander: the reader's
+        pace is the snapshot's."""
         snapshot, shape, conn = self.snapshot, self.shape, self.conn
         chunk_id = uuid.uuid4().hex
         where = "null keys" if rng.range_no == NULL_RANGE else f"range {rng.range_no}"
         tag = f"{shape.collection} {where} chunk {chunk_no}"
         data = window_data(shape.collection, self.sig.id)
         write_watermark(conn, snapshot.signal_sql, open_id(chunk_id), WINDOW_OPEN, data)
+        opened = time.monotonic()
         log.info("%s: low watermark written", tag)
         crash_point("after-open", chunk_no)
         if snapshot.window_hook is not None:
             snapshot.window_hook(shape, after)
 
-        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after)
+        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size)
         data_rows = copy_rows(conn, sql, params)  # ends the read's transaction
         crash_point("during-read", chunk_no)
 
         write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
+        seconds = time.monotonic() - opened
         log.info("%s: high watermark written", tag)
         crash_point("after-close", chunk_no)
         n, last = chunk_end(data_rows, shape, self.ct)
-        return chunk_id, data_rows, n, last
+        return chunk_id, data_rows, n, last, seconds
 
     def _land_and_record(
         self,

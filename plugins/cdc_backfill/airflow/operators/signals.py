@@ -32,7 +32,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
         collections: Any,
         condition: Any = None,
         surrogate_key: Any = None,
-        chunk_size: Any = 4096,
+        chunk_size: Any = None,
         readers: Any = 1,
         engine: Any = "native",
         capture: Any = "drain",
@@ -65,8 +65,9 @@ class CdcValidateSnapshotOperator(CdcOperator):
             raise refuse(exc) from exc
         for plan in validated.plans:
             self.log.info(
-                "%s: key (%s), chunk size %s, condition %s",
-                plan.collection, ", ".join(plan.key), plan.chunk_size, plan.condition or "none",
+                "%s: key (%s), chunk size %s%s, condition %s",
+                plan.collection, ", ".join(plan.key), plan.chunk_size,
+                " (grown while chunks read fast)" if plan.adaptive else "", plan.condition or "none",
             )  # fmt: skip
         for path in (request.landing_dir, request.state_dir):
             lake_path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
