@@ -58,3 +58,6 @@ def test_the_tail_gives_the_row_count_and_the_last_rows_key_text_as_written() ->
         ['k "1",\n2'],
     )
     assert text_tail(b"", ["id", "_cdc_k0"], ["_cdc_k0"]) == (0, None)
+    # a NULL key (the NULL range's chunk) stays NULL, an empty text key stays empty, as text_table reads them
+    assert text_tail(b"1,\n", ["id", "_cdc_k0"], ["_cdc_k0"]) == (1, [None])
+    assert text_tail(b'1,""\n', ["id", "_cdc_k0"], ["_cdc_k0"]) == (1, [""])

@@ -63,7 +63,11 @@ def text_tail(data: bytes, names: Sequence[str], wanted: Sequence[str]) -> tuple
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(column_names=list(names), block_size=8 << 20),
         convert_options=pacsv.ConvertOptions(
-            include_columns=list(wanted), column_types=dict.fromkeys(wanted, pa.string())
+            include_columns=list(wanted),
+            column_types=dict.fromkeys(wanted, pa.string()),
+            null_values=[""],  # NULL is an unquoted empty field, as in text_table
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
         ),
     )
     n = table.num_rows
