@@ -48,20 +48,16 @@ def key_columns(ct: ChunkTable) -> list[str]:
 
 def read_events(
     data: bytes, shape: TableShape, ct: ChunkTable, chunk_id: str, signal: str | None = None
-) -> tuple[pa.Table, list[str] | None]:
-    """The CSV of a chunk as READ events in the collection's Arrow schema, and its last key as text (the
-    query appends the chunk key as text columns so the next chunk starts exactly after it)."""
+) -> pa.Table:
+    """The CSV of a chunk as READ events in the collection's Arrow schema (the key's text columns the
+    query appends for the next chunk's start, ``chunk_end``, left out)."""
     key_names = key_columns(ct)
-    table = text_table(data, shape.columns, key_names)
-    last = None
-    if table.num_rows:
-        last = [table.column(k)[table.num_rows - 1].as_py() for k in key_names]
-    table = table.drop_columns(key_names)
+    table = text_table(data, shape.columns, key_names).drop_columns(key_names)
     n = table.num_rows
     # Constant columns by repeat: built from Python lists they took a third of the conversion's time.
     for name, value in zip(META_COLUMNS, ("r", shape.collection, chunk_id), strict=True):
         table = table.append_column(name, pa.repeat(pa.scalar(value, pa.string()), n))
-    return table.cast(shape.arrow_schema(signal)), last
+    return table.cast(shape.arrow_schema(signal))
 
 
 def land_chunk(landing: Path, collection: str, chunk_id: str, table: pa.Table) -> Path:

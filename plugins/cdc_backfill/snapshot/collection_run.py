@@ -156,7 +156,7 @@ class CollectionRun:
             write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
         finally:
             conn.close()
-        table, _ = read_events(b"", shape, shape.chunk_table(), chunk_id, self.sig.id)
+        table = read_events(b"", shape, shape.chunk_table(), chunk_id, self.sig.id)
         land_chunk(snapshot.landing, shape.collection, chunk_id, table)
         log.info("%s: empty: an empty chunk landed", shape.collection)
 

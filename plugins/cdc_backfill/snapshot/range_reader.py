@@ -170,7 +170,7 @@ class RangeReader:
         """Steps 4 and 5: the chunk's rows (``data``, CSV) as READ events in a chunk file, then its
         progress (``chunk_no`` chunks of the range done, ``rows`` rows read); a range a stop ended
         meanwhile keeps its status."""
-        table, _ = read_events(data, self.shape, self.ct, chunk_id, self.sig.id)
+        table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id)
         land_chunk(self.snapshot.landing, self.shape.collection, chunk_id, table)
         log.info(
             "%s range %s chunk %s: %s rows landed",
