@@ -20,6 +20,7 @@ from airflow.sdk import Param
 
 from cdc_backfill.airflow.defaults import default_landing, default_source_conn_id, default_state
 from cdc_backfill.airflow.plans import CAPTURES, ENGINES, MAX_CHUNK_SIZE, MAX_READERS
+from cdc_backfill.snapshot.sizing import ADAPTIVE_SIZES
 
 COLLECTION_ITEM = {"type": "string", "maxLength": 512}
 NOT_BLANK = {"type": "string", "pattern": r"\S"}
@@ -129,8 +130,7 @@ def reading_params() -> dict[str, Param]:
             allOf=[{"minimum": 1, "maximum": MAX_CHUNK_SIZE}],
             title="Chunk size",
             description=f"Rows per chunk, 1 to {MAX_CHUNK_SIZE:,}: each chunk is read between its own low and "
-            "high watermark. Empty: the engine starts at 4,096 and doubles while chunks read fast, up to "
-            "65,536 rows or 32 MiB.",
+            f"high watermark. Empty: {ADAPTIVE_SIZES}.",
         ),
         "readers": Param(
             1,

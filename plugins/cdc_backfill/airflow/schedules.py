@@ -109,9 +109,10 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
         raise ScheduleError(f"{where} ({name}): schedule must be a cron expression or preset")
     chunk = raw.get("chunk_size")
     readers = raw.get("readers", 1)
-    for key, value, hi in (("chunk_size", chunk, MAX_CHUNK_SIZE), ("readers", readers, MAX_READERS)):
-        if value is None and key == "chunk_size":
-            continue
+    bounded = [("readers", readers, MAX_READERS)]
+    if chunk is not None:  # none given: the engine sizes the chunks
+        bounded.append(("chunk_size", chunk, MAX_CHUNK_SIZE))
+    for key, value, hi in bounded:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
             raise ScheduleError(f"{where} ({name}): {key} must be 1 to {hi:,}, not {value!r}")
     engine = raw.get("engine", "native")

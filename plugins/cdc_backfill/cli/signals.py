@@ -9,6 +9,7 @@ from typing import Any
 
 from cdc_backfill.config import require_source_url
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.snapshot.sizing import ADAPTIVE_SIZES
 
 SIGNAL_EPILOG = """examples (every option):
   cdc-backfill signal init --source postgresql+psycopg2://cdc@db:5432/app
@@ -247,8 +248,7 @@ def _add_execute_parser(kinds: argparse._SubParsersAction, send: argparse.Argume
         "--chunk-size",
         type=int,
         metavar="N",
-        help="rows per chunk (1 to 1,000,000); without it the engine starts at 4,096 and doubles "
-        "while chunks read fast, up to 65,536 rows or 32 MiB",
+        help=f"rows per chunk (1 to 1,000,000); without it {ADAPTIVE_SIZES}",
     )
     ex.set_defaults(func=_cmd_send)
 

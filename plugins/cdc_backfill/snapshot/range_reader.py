@@ -35,18 +35,17 @@ def chunk_query(
     plan: CollectionPlan,
     rng: RangeProgress,
     after: list[str] | None,
-    size: int | None = None,
+    size: int,
 ) -> tuple[str, dict[str, str]]:
     """The next chunk's SQL and parameters: keys after ``after`` up to the range's end, at most ``size``
-    of them (the plan's chunk size by default); the range of NULL keys is read whole in one chunk (it
-    has no order to page by)."""
+    of them; the range of NULL keys is read whole in one chunk (it has no order to page by)."""
     null_range = rng.range_no == NULL_RANGE
     sql = chunk_sql(
         ct,
         dialect,
         after=after is not None and not null_range,
         upto=rng.hi is not None and not null_range,
-        limit=None if null_range else (size or plan.chunk_size),
+        limit=None if null_range else size,
         condition=plan.condition,
         null_keys=null_range,
     )

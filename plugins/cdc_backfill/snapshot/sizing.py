@@ -10,10 +10,17 @@ slow network) halves it again, down to the default. A chunk size the signal name
 
 from __future__ import annotations
 
+from cdc_backfill.signals.validate import DEFAULT_CHUNK_SIZE
+
 ADAPTIVE_MAX_ROWS = 65_536
 ADAPTIVE_MAX_BYTES = 32 << 20  # of a chunk's rows as the source sent them
 GROW_UNDER_SECONDS = 0.5  # a window open for less than this lets the next chunk double
 SHRINK_OVER_SECONDS = 2.0  # one open for longer than this halves the next
+# what an empty chunk size means, in the words the CLI's help and the Airflow form show
+ADAPTIVE_SIZES = (
+    f"the engine starts at {DEFAULT_CHUNK_SIZE:,} and doubles while chunks read fast, up to "
+    f"{ADAPTIVE_MAX_ROWS:,} rows or {ADAPTIVE_MAX_BYTES >> 20} MiB"
+)
 
 
 def next_chunk_size(size: int, base: int, rows: int, nbytes: int, window_seconds: float) -> int:
