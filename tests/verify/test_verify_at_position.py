@@ -67,8 +67,8 @@ def test_verify_waits_for_a_capture_that_follows_the_slot(fresh_db: str, tmp_pat
     # its log to a file: a pipe nobody reads fills up and blocks the capture (then SIGTERM waits forever)
     log = (tmp_path / "follow.log").open("w")
     follow = subprocess.Popen(
-        [sys.executable, "-m", "cdc_backfill.cli", "capture", "postgres", "--source", url, "--landing", "lake",
-         "--follow", "--roll-seconds", "0.5"],
+        [sys.executable, "-X", "faulthandler", "-m", "cdc_backfill.cli", "capture", "postgres", "--source", url,
+         "--landing", "lake", "--follow", "--roll-seconds", "0.5"],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=log, text=True,
     )  # fmt: skip
     writers = Writers(fresh_db, seed_value=3).start()
@@ -82,5 +82,13 @@ def test_verify_waits_for_a_capture_that_follows_the_slot(fresh_db: str, tmp_pat
     finally:
         writers.stop()
         follow.send_signal(signal.SIGTERM)
-        follow.wait(timeout=60)
+        try:
+            follow.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            follow.send_signal(signal.SIGABRT)  # faulthandler writes where each thread stands to the log
+            follow.wait(timeout=30)
+            log.close()
+            pytest.fail(
+                "capture --follow did not stop on SIGTERM:\n" + (tmp_path / "follow.log").read_text()[-6000:]
+            )
         log.close()
