@@ -95,7 +95,7 @@ def _position(
     source: Mapping[str, Any],
     connector: str,
     offset: tuple[int, ...] | None,
-    order: pos.PgRestartOrder | None = None,
+    order: pos.PgStream | None = None,
 ) -> tuple[int, ...]:
     if connector == "postgresql":
         if source.get("commit_lsn") is not None:  # this project's capture: exact commit order
@@ -176,7 +176,7 @@ def parse_debezium(
     collection: str | None = None,
     key_columns: Mapping[str, Sequence[str]] | None = None,
     offset: tuple[int, ...] | None = None,
-    order: pos.PgRestartOrder | None = None,
+    order: pos.PgStream | None = None,
 ) -> list[ChangeEvent]:
     """The events of one Debezium record: none for a tombstone, one otherwise.
 
@@ -222,6 +222,8 @@ def parse_debezium(
     before, after, unchanged = _rows(value, value_schema, op, key_payload)
     row = after if after is not None else before
     key = _event_key(coll, has_key, key_schema, key_payload, key_columns, row)
+    if connector == "postgresql" and op in "dc":
+        position = (order or pos.PgStream()).pair(op, (coll, source.get("lsn"), source.get("txId")), position)
     return [
         ChangeEvent(coll, op, key, before, after, position, ts, unchanged, format=fmt, snapshot=snapshot_s)
     ]

@@ -13,7 +13,7 @@ import orjson
 from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
 from cdc_backfill.events.debezium import parse_debezium
 from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
-from cdc_backfill.events.positions import PgRestartOrder
+from cdc_backfill.events.positions import PgStream
 from cdc_backfill.lakepath import S3Path, lake_path
 
 FORMATS = ("auto", "debezium", "dataworks")
@@ -53,10 +53,10 @@ def parse_record(
     record: Any,
     options: ParseOptions = DEFAULT_OPTIONS,
     offset: tuple[int, ...] | None = None,
-    order: PgRestartOrder | None = None,
+    order: PgStream | None = None,
 ) -> list[ChangeEvent]:
     """The canonical events of one decoded record (possibly none: a tombstone); ``order``: the stream's
-    (see :class:`~cdc_backfill.events.positions.PgRestartOrder`)."""
+    (see :class:`~cdc_backfill.events.positions.PgStream`)."""
     if not isinstance(record, dict):
         raise ParseError(f"a record must be a JSON object, not {type(record).__name__}")
     fmt = options.format
@@ -80,7 +80,7 @@ def parse_lines(
 ) -> Iterator[tuple[int, list[ChangeEvent] | Quarantined]]:
     """(line number, events or the quarantine entry) for each non-blank line of a JSON-lines file, read
     as one stream in delivery order."""
-    order = PgRestartOrder()
+    order = PgStream()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -15,6 +15,9 @@ from cdc_backfill.events.model import ParseError
 # A DataWorks update's two halves share one sequenceId: the before-half sorts first.
 DATAWORKS_BEFORE_HALF = 0
 DATAWORKS_OTHER = 1
+# A key change's delete and create at one position: its last element (docs/design.md §6 rule 8).
+KEY_CHANGE_DELETE = 0
+KEY_CHANGE_CREATE = 1
 
 
 def as_int(value: Any, what: str) -> int:
@@ -83,9 +86,15 @@ def debezium_pg_sequence(value: Any) -> tuple[int | None, int] | None:
     return (last_commit, as_int(seq[1], "source.sequence[1]"))
 
 
-class PgRestartOrder:
-    """Places Debezium PostgreSQL events by ``sequence`` along one stream read in delivery order, when
-    no delivery offsets are known.
+class PgStream:
+    """Places Debezium PostgreSQL events along one stream read in delivery order: key changes paired,
+    and events placed by ``sequence`` when no delivery offsets are known.
+
+    A key change reaches Debezium as one WAL record, which it delivers as a delete of the old key and a
+    create of the new one (a tombstone between), both with that record's ``lsn`` and ``txId``. Like the
+    native capture (docs/design.md §6 rule 8) the delete takes element 0 after its position and the
+    create element 1 after the same position, so the reconcile pairs them and the create's unchanged
+    TOAST columns carry; a create whose delete came in an earlier file stays unpaired (re-read).
 
     After a connector restart the first transaction's ``sequence[0]`` (the commit LSN of the transaction
     before it) is null. Taken as 0 it would sort before everything, and a delete after the restart could
@@ -100,6 +109,21 @@ class PgRestartOrder:
     def __init__(self) -> None:
         self._greatest = 0
         self._open: tuple[Any, int] | None = None  # (txId, its commit element) of a placed transaction
+        self._delete: tuple[tuple[Any, Any, Any], tuple[int, ...]] | None = None  # the last delete
+
+    def pair(self, op: str, where: tuple[Any, Any, Any], position: tuple[int, ...]) -> tuple[int, ...]:
+        """The position of a delete or create ``op`` of a row change at ``where`` = (collection, lsn,
+        txId) that ``position`` places: a delete's gets element 0, and a create at the last delete's
+        ``where`` is that delete's key change, at element 1 after the delete's position."""
+        if not position or where[1] is None:
+            return position
+        if op == "d":
+            self._delete = (where, position)
+            return (*position, KEY_CHANGE_DELETE)
+        delete, self._delete = self._delete, None
+        if op == "c" and delete is not None and delete[0] == where:
+            return (*delete[1], KEY_CHANGE_CREATE)
+        return position
 
     def place(self, last_commit: int | None, lsn: int, tx_id: Any) -> tuple[int, int]:
         if last_commit is None:
