@@ -182,6 +182,7 @@ class DebeziumCapture:
         self._waiting: set[str] = set()
         self._asked: set[str] = set()
         self._notes: list[dict] = []
+        self._last_landed: str | None = None  # the name of the last batch file this run landed
         self._pushed: dict[str, bytes] = {}  # the engine files stored in a landing on S3, by name
 
     def _on_batch(self, records: Any, committer: Any) -> None:
@@ -204,7 +205,13 @@ class DebeziumCapture:
                 self._next += len(fresh)
                 for r in records:
                     committer.markProcessed(r)
-                # after the batch, which holds the snapshot's last READs
+                # after the batch, which holds the snapshot's last READs; each with the batch file landed
+                # last: the reconcile counts a notification once an ingest has put that file in the log
+                if path is not None:
+                    self._last_landed = path.name
+                for note in notes:
+                    if self._last_landed is not None:
+                        note["landed_in"] = self._last_landed
                 record_notifications(self.landing, notes)
                 committer.markBatchFinished()
             for note in notes:

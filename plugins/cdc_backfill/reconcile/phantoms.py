@@ -101,16 +101,22 @@ def advance(
             continue
         if m.kind == "start":
             # a start row written again after a crash before the plan was recorded: the latest one
-            # still precedes the plan the snapshot reads by
-            t = replace(t, p0=m.position if t.p0 is None else max(t.p0, m.position))
+            # still precedes the plan the snapshot reads by. A Debezium snapshot's start (its signal
+            # row) carries the condition; its done mark does not
+            t = replace(
+                t,
+                p0=m.position if t.p0 is None else max(t.p0, m.position),
+                condition=m.data.get(K_CONDITION, t.condition),
+                dialect=str(m.data.get(K_DIALECT, t.dialect)),
+            )
         else:
             chunks = m.data.get(K_CHUNKS)
             t = replace(
                 t,
                 chunks=int(chunks) if isinstance(chunks, int) else 0,
-                condition=m.data.get(K_CONDITION),
+                condition=m.data.get(K_CONDITION, t.condition),
                 condition_omitted=bool(m.data.get(K_CONDITION_OMITTED, False)),
-                dialect=str(m.data.get(K_DIALECT, "postgresql")),
+                dialect=str(m.data.get(K_DIALECT, t.dialect)),
             )
         out[m.signal] = t
     for signal, n in judged_now.items():

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import STREAM_SUFFIXES, rolls_dir, runs_dir, snapshot_dir, stream_dir
+from cdc_backfill.layout import STREAM_SUFFIXES, debezium_dir, rolls_dir, runs_dir, snapshot_dir, stream_dir
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
 from cdc_backfill.state.table import StateError, StateVersion, current_version
 
@@ -67,6 +67,9 @@ class RunInput:
     previous: StateVersion | None  # the current version, if any
     meta: RunMeta = field(default_factory=RunMeta)
     chunks: tuple[Path, ...] = ()  # READ chunk files not applied yet
+    # a landing Debezium's connector writes (``capture debezium``): its snapshot notifications so far;
+    # None for any other landing
+    debezium: tuple[dict[str, Any], ...] | None = None
 
     @property
     def carry(self) -> Path | None:
@@ -113,7 +116,16 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
     chunks = tuple(
         p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.judged
     ) if chunk_dir.is_dir() else ()  # fmt: skip
-    return RunInput(collection, previous, meta, chunks)
+    notes = None
+    if debezium_dir(landing).is_dir():
+        from cdc_backfill.capture.debezium_landing import read_notifications
+        from cdc_backfill.eventlog.writer import ingested_names
+
+        found = read_notifications(landing)
+        # listed before the run lists its manifests: a file named here is in a manifest the run reads
+        names = ingested_names(landing) if found else set()
+        notes = tuple({**n, "applied": n.get("landed_in") in names} for n in found)
+    return RunInput(collection, previous, meta, chunks, notes)
 
 
 def next_meta(

@@ -11,9 +11,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog.schema import OP, POSITION
+from cdc_backfill.reconcile.debezium_snapshots import start_marks
 from cdc_backfill.reconcile.key_conditions import AllOf, AnyOf, Compare, IsNull, KeyCondition, Negate
 from cdc_backfill.reconcile.phantoms import Removal
 from cdc_backfill.signals.marks import DONE_SUFFIX, ENDED_SUFFIX, START_SUFFIX, Mark, mark_of
+from cdc_backfill.signals.model import EXECUTE
 from cdc_backfill.spark.positions import key_literal, position_of
 
 _OPS = {
@@ -90,13 +92,21 @@ MARK = "_cdc_mark"
 PHANTOM = "_cdc_phantom"  # a state row a finished snapshot removes
 
 
-def with_marks(found: DataFrame, signals: DataFrame, collection: str) -> DataFrame:
+def with_marks(found: DataFrame, signals: DataFrame, collection: str, executes: bool = False) -> DataFrame:
     """:func:`~cdc_backfill.reconcile.spark.merge.windows` and the collection's start and done rows in one
     frame (``_cdc_mark``), so that one Spark job collects both: a mark's id, data and position ride in
-    the window columns ``_cdc_chunk_id``, ``_cdc_signal`` and ``_cdc_low``."""
-    marks = mark_rows(signals, collection).select(
+    the window columns ``_cdc_chunk_id``, ``_cdc_signal`` and ``_cdc_low``. ``executes``: the
+    execute-snapshot rows too (``_cdc_for`` is then their type), which start Debezium's snapshots."""
+    rows = mark_rows(signals, collection).withColumn("_cdc_type", F.lit(None).cast("string"))
+    if executes:
+        rows = rows.unionByName(
+            signals.where(F.col(OP).isin("c", "r") & (F.col("type") == EXECUTE)).select(
+                "id", "data", POSITION, F.col("type").alias("_cdc_type")
+            )
+        )
+    marks = rows.select(
         F.col("id").alias("_cdc_chunk_id"),
-        F.lit(collection).alias("_cdc_for"),
+        F.coalesce(F.col("_cdc_type"), F.lit(collection)).alias("_cdc_for"),
         F.col("data").alias("_cdc_signal"),
         F.col(POSITION).alias("_cdc_low"),
         F.lit(None).cast(found.schema["_cdc_high"].dataType).alias("_cdc_high"),
@@ -105,14 +115,17 @@ def with_marks(found: DataFrame, signals: DataFrame, collection: str) -> DataFra
     return found.withColumn(MARK, F.lit(False)).unionByName(marks)
 
 
-def split_marks(rows: Sequence[Any]) -> tuple[list[Any], list[Mark]]:
-    """Collected :func:`with_marks` as (window rows, marks)."""
+def split_marks(rows: Sequence[Any], collection: str) -> tuple[list[Any], list[Mark]]:
+    """Collected :func:`with_marks` as (window rows, marks): the engine's start, done and ended rows,
+    and a Debezium snapshot's start for each execute-snapshot row naming ``collection``."""
     wins = [r for r in rows if not r[MARK]]
+    engine = [r for r in rows if r[MARK] and r["_cdc_for"] != EXECUTE]
     marks = marks_of(
-        [
-            {"id": r["_cdc_chunk_id"], "data": r["_cdc_signal"], POSITION: r["_cdc_low"]}
-            for r in rows
-            if r[MARK]
-        ]
+        [{"id": r["_cdc_chunk_id"], "data": r["_cdc_signal"], POSITION: r["_cdc_low"]} for r in engine]
     )
-    return wins, marks
+    executes = [
+        (r["_cdc_chunk_id"], EXECUTE, r["_cdc_signal"], position_of(r["_cdc_low"]))
+        for r in rows
+        if r[MARK] and r["_cdc_for"] == EXECUTE
+    ]
+    return wins, marks + start_marks(executes, collection)

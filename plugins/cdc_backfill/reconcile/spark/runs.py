@@ -20,6 +20,7 @@ from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows, log_sc
 from cdc_backfill.lakepath import same_file
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
 from cdc_backfill.reconcile.runs import RunInput, RunMeta, next_meta
 from cdc_backfill.reconcile.spark.merge import (
@@ -145,8 +146,8 @@ def reconcile_run(
     )
     # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
     touched_only = frames.reads is None and frames.previous is not None and no_truncate
-    found = with_marks(windows(new_signals), new_signals, run.collection)
-    window_rows, marks = split_marks(found.collect())
+    found = with_marks(windows(new_signals), new_signals, run.collection, executes=run.debezium is not None)
+    window_rows, marks = split_marks(found.collect(), run.collection)
     # a local relation from here on: the judgement, the carry and the counts do not find them again
     wins = spark.createDataFrame(window_rows, found.schema).drop(MARK)
     stream = typed_stream(new_rows, columns, key)
@@ -310,6 +311,9 @@ def judge_snapshots(
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
     snapshot_of = {w["_cdc_chunk_id"]: w["_cdc_signal"] for w in window_rows}
     judged_by_snapshot = Counter(snapshot_of[c] for c in judged_now if snapshot_of.get(c))
+    if run.debezium is not None:  # Debezium's snapshots: finished or stopped, as its notifications say
+        reached = max((p for p in (top, run.meta.position) if p is not None), default=None)
+        marks = [*marks, *notification_marks(list(run.debezium), run.collection, reached)]
     tracks = advance(run.meta.snapshots, marks, judged_by_snapshot)
     tracks, removals = decide(tracks, [c for c in columns if c.name in key])
     meta = next_meta(run, judged_now, top, tracks, manifests)
