@@ -7,7 +7,9 @@ run, a writer updating it throughout (250 single-row updates/s): rows/s, the rat
   --until-snapshot``, JVM start included): its defaults (chunk 1024, ``poll.interval.ms`` 500) and a
   tuned setting (chunk 8192, ``poll.interval.ms`` 10), and that setting without the ``{schema, payload}``
   wrapper. Each lands durably through this project's capture (JSON lines, fsync per batch). Its figure is the time from the signal to every
-  READ landed; the start of the JVM alone is given as a reference line.
+  READ landed; the start of the JVM alone is given as a reference line, and the same connector and
+  settings landing nothing (each batch read out of the JVM and committed) as the reference the landing
+  is measured against.
 
     python -m bench.debezium --rows 200000
 """
@@ -59,6 +61,30 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "cdc_backfill.cli", *args]
 
 
+def drop_slot(url: str, slot: str) -> None:
+    with sa.create_engine(url).begin() as conn:
+        conn.execute(sa.text("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                             "WHERE slot_name = :s"), {"s": slot})  # fmt: skip
+
+
+def connector_alone(url: str, store: SignalStore, slot: str, how: list[str], n: int) -> dict:
+    """The reference of a Debezium run: the same connector and settings, each batch read out of the JVM
+    and committed, nothing landed (``bench.debezium_connector``), from its signal to its last READ."""
+    landing = Path(tempfile.mkdtemp(prefix="cdc-bench-dbz-"))
+    chunk, poll, *rest = how
+    props = [p for p in rest if p != "--property"]
+    measured(cli("capture", "debezium", "--source", url, "--landing", str(landing), "--collections",
+                 "public.items", "--slot", slot, "--publication", slot, "--drain"))  # fmt: skip
+    sid = f"{slot}-signal"
+    store.send(Signal(sid, "execute-snapshot", ("public.items",), "incremental"))
+    seconds, _ = measured([sys.executable, "-m", "bench.debezium_connector", url, str(landing), slot, chunk, poll,
+                           sid, *props])  # fmt: skip
+    shutil.rmtree(landing, ignore_errors=True)
+    drop_slot(store.url, slot)  # SQLAlchemy's URL, with its driver
+    return {"measure": "  reference: the connector alone, landing nothing", "items": n, "seconds": seconds,
+            "rate": n / seconds}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000)
@@ -108,14 +134,17 @@ def main() -> None:
                 seconds, peak = measured(cmd)
                 size = sum(f.stat().st_size for f in landing.rglob("*") if f.is_file())
                 shutil.rmtree(landing, ignore_errors=True)
+                drop_slot(pg.url, f"bench_{i}")
+                alone = ""
+                if how[0] == "debezium":  # the same connector and settings, landing nothing
+                    bare = connector_alone(url, store, f"bench_{i}_alone", how[1:], n)
+                    rows_out.append(bare)
+                    alone = f"; {bare['seconds'] / seconds:.2f} of the connector alone's rate"
                 rows_out.append({
                     "measure": label, "items": n, "seconds": seconds, "rate": n / seconds,
-                    "reference": f"{t_copy / seconds:.3f} of COPY; peak RSS {peak / 2**20:.0f} MiB; "
+                    "reference": f"{t_copy / seconds:.3f} of COPY{alone}; peak RSS {peak / 2**20:.0f} MiB; "
                                  f"{writer.ops - ops0:,} writer updates; {size / 1e6:.0f} MB landed",
                 })  # fmt: skip
-                with sa.create_engine(pg.url).begin() as conn:  # each Debezium run's slot, gone
-                    conn.execute(sa.text(f"SELECT pg_drop_replication_slot('bench_{i}') "
-                                         f"WHERE EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = 'bench_{i}')"))  # fmt: skip
             t_copy_after = copy_reference(pg.url)
         finally:
             writer.stop.set()

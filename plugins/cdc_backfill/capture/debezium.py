@@ -27,10 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.capture.debezium_batch import BatchReader
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties, notification_topic
 from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
     land_batch,
+    land_lines,
     next_offset,
     pull_engine_files,
     push_engine_files,
@@ -47,6 +49,8 @@ log = logging.getLogger(__name__)
 
 MARKER_EVERY_S = 2.0
 CLOSE_WAIT_S = 60.0
+# Debezium PostgreSQL sends logical decoding messages (the drain marker among them) to <topic prefix>.message
+MESSAGE_TOPIC_SUFFIX = ".message"
 LOG4J_CONFIG = Path(__file__).with_name("debezium-log4j2.properties")
 
 
@@ -65,6 +69,18 @@ class CaptureSummary:
     files: int = 0
     redelivered: int = 0  # records landed before a crash and delivered again: skipped
     snapshots: dict[str, str] = field(default_factory=dict)  # signal id -> how Debezium said it ended
+
+
+def drain_marker_in(data: bytes, marker: str) -> bool:
+    """Does a batch file's bytes hold the drain marker (pure)? Only lines naming its prefix are read."""
+    if DRAIN_PREFIX.encode() not in data:
+        return False
+    for line in data.splitlines():
+        if DRAIN_PREFIX.encode() in line and is_drain_marker(
+            json.dumps(json.loads(line).get("value")), marker
+        ):
+            return True
+    return False
 
 
 def is_drain_marker(value: str | None, marker: str) -> bool:
@@ -166,8 +182,14 @@ def connector_errors(properties: dict[str, str]) -> dict[str, list[str]]:
 
 
 class DebeziumCapture:
-    def __init__(self, settings: DebeziumSettings) -> None:
+    """Debezium's embedded engine landing what it emits (``lands=False``: the connector alone, each batch
+    read out of the JVM and committed, nothing landed: what ``bench.debezium`` measures the landing
+    against; never for a landing anyone reads)."""
+
+    def __init__(self, settings: DebeziumSettings, lands: bool = True) -> None:
         self.settings = settings
+        self.lands = lands
+        self._reader: BatchReader | None = None
         self.landing = lake_path(settings.landing)
         self.properties = connector_properties(settings)
         self.summary = CaptureSummary()
@@ -191,20 +213,8 @@ class DebeziumCapture:
             return  # not committed: delivered again after the restart
         try:
             with self._lock:
-                pairs, notes = [], []
-                for r in records:
-                    if str(r.destination()) == self._topic:
-                        note = snapshot_notification(_text(r.value()))
-                        if note is not None:
-                            notes.append(note)
-                    else:
-                        pairs.append((_text(r.key()), _text(r.value())))
-                fresh = self._dedup.fresh(pairs)
-                push_engine_files(self.landing, self._pushed)  # the offsets of the batches before
-                path = land_batch(self.landing, fresh, self._next)
-                self._next += len(fresh)
-                for r in records:
-                    committer.markProcessed(r)
+                pairs, notes, landed, path, marker = self._take(records)
+                self._reader.mark_processed(records, committer)
                 # after the batch, which holds the snapshot's last READs; each with the batch file landed
                 # last: the reconcile counts a notification once an ingest has put that file in the log
                 if path is not None:
@@ -212,7 +222,8 @@ class DebeziumCapture:
                 for note in notes:
                     if self._last_landed is not None:
                         note["landed_in"] = self._last_landed
-                record_notifications(self.landing, notes)
+                if self.lands:
+                    record_notifications(self.landing, notes)
                 committer.markBatchFinished()
             for note in notes:
                 log.info("Debezium: snapshot %s %s", note["id"], note["type"].lower())
@@ -222,17 +233,52 @@ class DebeziumCapture:
                 seen = self._asked | {str(n["id"]) for n in notes}
                 self.summary.snapshots.update({k: v for k, v in ended.items() if k in seen})
                 self._waiting -= set(ended)
-            self.summary.records += len(fresh)
-            self.summary.redelivered += len(pairs) - len(fresh)
+            self.summary.records += landed
+            self.summary.redelivered += len(pairs) - landed if pairs else 0
             self.summary.batches += 1
             self.summary.files += path is not None
-            log.debug("batch of %d landed in %s", len(fresh), path)
-            if self._marker and any(is_drain_marker(v, self._marker) for _, v in pairs):
+            log.debug("batch of %d landed in %s", landed, path)
+            if marker:
                 log.info("drain marker landed: stopping")
                 self._stop.set()
         except BaseException as exc:  # reported by run(); the batch stays uncommitted
             self._failure = exc
             self._stop.set()
+
+    def _take(self, records: Any) -> tuple[list, list[dict], int, Path | None, bool]:
+        """(the records looked into, notifications, how many records landed, their batch file, whether the
+        drain marker came) of a batch. Notifications are taken out by their place in the batch; the rest
+        is landed as the JVM wrote its file, unless it follows a restart (its records may have landed
+        before) or, landing nothing, holds a logical decoding message (the drain marker): then it is
+        looked into record by record."""
+        destinations = self._reader.destinations(records)
+        at = [i for i, d in enumerate(destinations) if d == self._topic]
+        notes = [n for n in (snapshot_notification(self._reader.value_at(records, i)) for i in at) if n]
+        data = self._reader.without(records, at) if at else records
+        n = len(destinations) - len(at)
+        if not self.lands and not any(d.endswith(MESSAGE_TOPIC_SUFFIX) for d in destinations):
+            return [], notes, n, None, False
+        if self.lands and not self._dedup.checking:
+            lines = self._reader.lines(data, self._next)
+            if lines.count(b"\n") == n:  # else a converter pretty-prints: made compact below
+                path = land_lines(self.landing, lines, self._next, n)
+                self._next += n
+                return [], notes, n, path, self._marker is not None and drain_marker_in(lines, self._marker)
+        batch = self._reader.read(data)
+        pairs = list(zip(batch.keys, batch.values, strict=True))
+        fresh, path = self._land(pairs)
+        marker = self._marker is not None and any(is_drain_marker(v, self._marker) for _, v in pairs)
+        return pairs, notes, len(fresh), path, marker
+
+    def _land(self, pairs: list[tuple[str | None, str | None]]) -> tuple[list, Path | None]:
+        """(the records not landed before, the batch file they were landed in)."""
+        if not self.lands:
+            return pairs, None
+        fresh = self._dedup.fresh(pairs)
+        push_engine_files(self.landing, self._pushed)  # the offsets of the batches before
+        path = land_batch(self.landing, fresh, self._next)
+        self._next += len(fresh)
+        return fresh, path
 
     def _on_done(self, success: bool, message: str | None, error: Any) -> None:
         reason = message or ""
@@ -319,6 +365,7 @@ class DebeziumCapture:
         """Debezium's embedded engine over the connector's properties, its batches landed by
         ``_on_batch`` (the JVM is started here, on first use)."""
         engine_cls, properties_cls, json_format, (consumer_cls, completion_cls) = _java()
+        self._reader = BatchReader()
         if stop_on_signals:  # after the JVM started: JPype installs handlers of its own
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
@@ -372,7 +419,3 @@ def pg_marker_writer(url: str) -> Callable[[str, str], None]:
             conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
 
     return emit
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -75,11 +75,13 @@ def start(
     until_snapshots: tuple[str, ...] = (),
     stop_on_signals: bool = False,
     max_seconds: float | None = None,
+    lands: bool = True,
 ) -> CaptureSummary:
     """Debezium's connector run as every caller runs it (the CLI, the Airflow hook): refused in one line
     when its engine is missing, when a drain is asked of a source with no logical decoding messages to
-    mark its end, or by :func:`preflight`; then run until drained (``drain``) or stopped."""
-    capture = DebeziumCapture(s)  # its settings are checked first (DebeziumConfigError)
+    mark its end, or by :func:`preflight`; then run until drained (``drain``) or stopped. ``lands``:
+    see :class:`DebeziumCapture`."""
+    capture = DebeziumCapture(s, lands=lands)  # its settings are checked first (DebeziumConfigError)
     if drain and connector_of(s.url) != "postgresql":
         raise DebeziumRefused(
             "--drain marks the end with a PostgreSQL logical decoding message; for a "

@@ -90,6 +90,11 @@ class Deduplicator:
                     seen.add(record_identity(doc.get("key"), doc.get("value")))
         return cls(seen)
 
+    @property
+    def checking(self) -> bool:
+        """Whether records may still be ones landed before (none new has come yet)."""
+        return bool(self._seen)
+
     def fresh(self, records: list[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
         if not self._seen:
             return records
@@ -129,11 +134,17 @@ def land_batch(landing: Path, records: list[tuple[str | None, str | None]], firs
     caller counts); returns its file (None for an empty batch)."""
     if not records:
         return None
+    return land_lines(landing, ("\n".join(batch_lines(records, first)) + "\n").encode(), first, len(records))
+
+
+def land_lines(landing: Path, data: bytes, first: int, count: int) -> Path | None:
+    """Land a batch file's bytes (``count`` lines of :func:`batch_lines`, from offset ``first``) durably."""
+    if not count:
+        return None
     folder = stream_dir(landing)
     folder.mkdir(parents=True, exist_ok=True)
-    lines = batch_lines(records, first)
-    path = folder / batch_file_name(first, first + len(lines) - 1)
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    path = folder / batch_file_name(first, first + count - 1)
+    write_atomically(path, data)
     return path
 
 
