@@ -92,3 +92,52 @@ def test_debezium_fires_on_its_own_notification_in_the_landing(tmp_path: Path) -
                                     {"id": "x9", "type": "ABORTED"}])  # fmt: skip
     assert asyncio.run(_first_event(trigger("s2"))) == {"status": "aborted"}
     assert trigger("s1").serialize()[1]["signal_id"] == "s1"
+
+
+@pytest.mark.parametrize("watermarking", ["insert_insert", "insert_delete"])
+def test_debezium_fires_on_its_notification_landed_by_a_sink(
+    fresh_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watermarking: str
+) -> None:
+    """Debezium landed through Kafka Connect or Debezium Server, its notification topic written by the sink
+    into the landing's stream folder: the trigger takes the word from there, whether the watermarking left
+    window rows (insert_insert) or deleted each open row at its close (insert_delete); the window scan
+    alone would wait its quiet time out."""
+    import json
+
+    from cdc_backfill.layout import stream_dir
+    from cdc_backfill.signals.store import SignalStore
+
+    monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", fresh_db)
+    SignalStore(fresh_db).init()
+    engine = sa.create_engine(fresh_db)
+
+    def note(sid: str, kind: str) -> str:
+        return json.dumps({"topic": "cdc_backfill.notifications", "partition": 0, "offset": 0, "key": None,
+                           "value": {"id": sid, "aggregate_type": "Incremental Snapshot", "type": kind,
+                                     "additional_data": {}}})  # fmt: skip
+
+    stream_dir(tmp_path).mkdir(parents=True)
+    sink = stream_dir(tmp_path) / "cdc_backfill.notifications-0.json"
+    sink.write_text(note("s1", "STARTED") + "\n")
+
+    def debezium() -> None:  # a window as each watermarking leaves it, then the sink lands the end
+        with engine.begin() as conn:
+            for kind in ("open", "close"):
+                row = {"id": f"w1-{kind}", "t": f"snapshot-window-{kind}", "d": None}
+                if watermarking == "insert_delete" and kind == "close":
+                    conn.execute(sa.text("DELETE FROM cdc_signal WHERE id = 'w1-open'"))
+                else:
+                    conn.execute(sa.text("INSERT INTO cdc_signal VALUES (:id, :t, :d)"), row)
+        sink.write_text(note("s1", "STARTED") + "\n" + note("s1", "COMPLETED") + "\n")
+
+    timer = threading.Timer(0.3, debezium)
+    timer.start()
+    trigger = CdcWindowsClosedTrigger(
+        engine="debezium", landing_dir=str(tmp_path), signal_id="s1", baseline_windows=0, quiet_seconds=600,
+        poll_seconds=0.1,
+    )  # fmt: skip
+    try:
+        assert asyncio.run(_first_event(trigger)) == {"status": "passed"}
+    finally:
+        timer.join()
+        engine.dispose()

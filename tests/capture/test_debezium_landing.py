@@ -50,3 +50,52 @@ def test_snapshot_outcomes_keep_a_stopped_snapshot_aborted() -> None:
         n("b", "COMPLETED"),
     ]
     assert snapshot_outcomes(done) == {"a": "COMPLETED", "b": "COMPLETED"}
+
+
+def _sink_line(offset: int, value: dict, wrapped: bool = True) -> str:
+    """A record as a Kafka sink writes it: partition, offset, key and value (here schema-wrapped)."""
+    if wrapped:
+        value = {
+            "schema": {"type": "struct", "name": "io.debezium.connector.common.Notification"},
+            "payload": value,
+        }
+    return json.dumps({"partition": 0, "offset": offset, "key": None, "value": value})
+
+
+def _note(sid: str, kind: str) -> dict:
+    return {"id": sid, "aggregate_type": "Incremental Snapshot", "type": kind, "additional_data": {},
+            "timestamp": "1700000000000"}  # fmt: skip
+
+
+def test_a_sinks_notifications_are_read_where_it_landed_them(tmp_path: Path) -> None:
+    """Kafka Connect or Debezium Server writing the notification topic into the landing's stream folder:
+    the snapshot's end is read there, waiting or already ingested, wrapped or not; other lines are not
+    notifications, and this project's own batch files are not searched."""
+    from cdc_backfill.capture.debezium_landing import ended_snapshots, notifications_in
+    from cdc_backfill.layout import stream_dir
+
+    change = {
+        "op": "r",
+        "after": {"id": 1},
+        "source": {"connector": "postgresql", "table": "t", "schema": "public"},
+    }
+    lines = [_sink_line(0, _note("s1", "STARTED")), json.dumps({"offset": 1, "value": change}),
+             _sink_line(2, _note("s1", "TABLE_SCAN_COMPLETED"), wrapped=False), "not json Incremental Snapshot"]  # fmt: skip
+    assert [n["type"] for n in notifications_in("\n".join(lines).encode())] == [
+        "STARTED",
+        "TABLE_SCAN_COMPLETED",
+    ]
+    assert notifications_in(json.dumps({"value": change}).encode()) == []
+
+    stream_dir(tmp_path).mkdir(parents=True)
+    (stream_dir(tmp_path) / "notifications-0001.json").write_text("\n".join(lines) + "\n")
+    assert ended_snapshots(tmp_path) == {}
+    with (stream_dir(tmp_path) / "notifications-0001.json").open("a") as fh:  # the sink appends
+        fh.write(_sink_line(3, _note("s1", "COMPLETED")) + "\n")
+    assert ended_snapshots(tmp_path) == {"s1": "COMPLETED"}
+    ingested_stream_dir(tmp_path).mkdir(parents=True)
+    (ingested_stream_dir(tmp_path) / "notifications-0000.json").write_text(
+        "\n".join(_sink_line(i, _note("s0", k)) for i, k in enumerate(("STARTED", "COMPLETED"))) + "\n"
+    )
+    (stream_dir(tmp_path) / batch_file_name(0, 0)).write_text(_sink_line(0, _note("s9", "COMPLETED")) + "\n")
+    assert ended_snapshots(tmp_path) == {"s0": "COMPLETED", "s1": "COMPLETED"}

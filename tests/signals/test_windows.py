@@ -27,3 +27,21 @@ def test_debezium_windows_are_done_when_all_closed_and_quiet() -> None:
     never_started = windows.WindowWatch(quiet_seconds=0)
     assert not never_started.observe(windows.WindowScan(3, ()), 0)
     assert not never_started.observe(windows.WindowScan(3, ()), 100)  # no window since the watch began
+
+
+def test_insert_delete_windows_are_seen_while_open() -> None:
+    """``insert_delete`` deletes each open row at its window's close: the table never counts more windows,
+    but a window seen open means the snapshot started, and it is done once none is open and quiet."""
+    rows = [("c-open", "snapshot-window-open", '{"openWindowTimestamp": "x"}')]
+    assert windows.scan_windows(rows) == windows.WindowScan(1, ("c",))
+    watch = windows.WindowWatch(quiet_seconds=10, baseline=0)
+    assert not watch.observe(windows.WindowScan(0, ()), 0)  # the signal sent, no window yet
+    assert not watch.observe(windows.WindowScan(1, ("c",)), 3)  # a window open
+    assert not watch.observe(windows.WindowScan(0, ()), 6)  # its row deleted at the close
+    assert not watch.observe(windows.WindowScan(1, ("d",)), 9)  # the next one
+    assert not watch.observe(windows.WindowScan(0, ()), 12)
+    assert not watch.observe(windows.WindowScan(0, ()), 21)
+    assert watch.observe(windows.WindowScan(0, ()), 22.5)  # quiet for 10 s: done
+    busy = windows.WindowWatch(quiet_seconds=0)
+    assert not busy.observe(windows.WindowScan(1, ("z",)), 0)  # open before the watch began: not ours
+    assert not busy.observe(windows.WindowScan(0, ()), 100)

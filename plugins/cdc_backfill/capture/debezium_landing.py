@@ -158,7 +158,11 @@ def snapshot_notification(value: str | None) -> dict | None:
     TABLE_SCAN_COMPLETED, COMPLETED or ABORTED; None for any other notification."""
     if not value:
         return None
-    doc = json.loads(value)
+    return notification_of(json.loads(value))
+
+
+def notification_of(doc: object) -> dict | None:
+    """:func:`snapshot_notification` of a value already parsed, with or without its schema wrapper."""
     payload = doc.get("payload", doc) if isinstance(doc, dict) and "schema" in doc else doc
     if not isinstance(payload, dict) or payload.get("aggregate_type") != "Incremental Snapshot":
         return None
@@ -222,8 +226,49 @@ def snapshot_outcomes(notes: Iterable[dict]) -> dict[str, str]:
 
 
 def ended_snapshots(landing: Path) -> dict[str, str]:
-    """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended."""
-    return snapshot_outcomes(read_notifications(landing))
+    """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended: in the notification
+    log ``capture debezium`` keeps, or in the stream files a sink landed (:func:`sink_notifications`)."""
+    return snapshot_outcomes([*read_notifications(landing), *sink_notifications(landing)])
+
+
+NOTIFICATION_MARK = b'"Incremental Snapshot"'  # in every such notification: files without it are skipped
+_sink_files: dict[tuple[str, int], list[dict]] = {}  # (file, size) -> its notifications: read once
+
+
+def sink_notifications(landing: Path) -> list[dict]:
+    """Debezium's incremental-snapshot notifications in the landing's stream files (waiting or ingested)
+    that a sink wrote, in file-name order: Kafka Connect or Debezium Server landing the notification
+    topic (``notification.enabled.channels=sink``) beside the change topics. ``capture debezium``'s own
+    batch files never hold them. A file is read again only when its size changed (a sink appending)."""
+    notes: list[dict] = []
+    files = [p for folder in (stream_dir(landing), ingested_stream_dir(landing)) if folder.is_dir()
+             for p in folder.iterdir() if p.is_file() and not _NAME_RE.match(p.name)]  # fmt: skip
+    for path in sorted(files, key=lambda p: p.name):
+        key = (str(path), path.stat().st_size)
+        if key not in _sink_files:
+            _sink_files[key] = notifications_in(path.read_bytes())
+        notes += _sink_files[key]
+    return notes
+
+
+def notifications_in(data: bytes) -> list[dict]:
+    """The incremental-snapshot notifications among a stream file's JSON lines (pure): values alone, or
+    beside their key and offset as a Kafka sink writes them; any other line is not one."""
+    if NOTIFICATION_MARK not in data:
+        return []
+    notes = []
+    for line in data.splitlines():
+        if b"Incremental Snapshot" not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # not this function's to judge: ingest quarantines it
+        value = record.get("value", record) if isinstance(record, dict) and "op" not in record else record
+        note = notification_of(value)
+        if note is not None:
+            notes.append(note)
+    return notes
 
 
 ENGINE_SUFFIXES = (".offsets", ".history")

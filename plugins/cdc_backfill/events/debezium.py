@@ -230,10 +230,13 @@ def parse_debezium(
 
 
 def _marker(value: dict[str, Any]) -> list[ChangeEvent] | None:
-    """The one ``h`` event of a value that is no row change (a transaction boundary, a schema change);
-    None for a change."""
+    """The one ``h`` event of a value that is no row change (a transaction boundary, a schema change, a
+    notification); None for a change."""
     if "status" in value and "id" in value and "op" not in value:
         return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]  # transaction marker
+    if "op" not in value and "aggregate_type" in value and "type" in value:
+        # a notification a sink landed beside the changes (the wait reads it: capture.debezium_landing)
+        return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]
     if "op" not in value and ("ddl" in value or "tableChanges" in value):
         return [ChangeEvent(None, "h", None, None, None, (), _ts(value.get("ts_ms")), format="debezium")]
     return None

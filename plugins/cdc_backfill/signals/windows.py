@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, chunk_of
 
@@ -52,11 +52,14 @@ def _native_window(data: str | None) -> bool:
 class WindowWatch:
     """Decides when Debezium's incremental snapshot is done, from successive scans of the signal table.
 
-    Debezium records no "done" in the signal table; what it leaves there (watermark strategy
-    ``insert_insert``, its default) is one open and one close row per chunk. The snapshot is taken to be
-    done when windows were opened since ``baseline`` (the count when the signal was sent; else the first
-    scan), every window is closed, and no new one has opened for ``quiet_seconds``: Debezium opens the
-    next window right after closing one while a snapshot runs.
+    Debezium records no "done" in the signal table. What it leaves there depends on its watermarking:
+    ``insert_insert`` (its default) leaves one open and one close row per chunk; ``insert_delete``
+    deletes each open row at its window's close, so a window is seen only while it is open. The
+    snapshot has started once more windows exist than at ``baseline`` (the count when the signal was
+    sent; else the first scan) or a window not open at the first scan was seen open; it is taken to be
+    done once it started, no window is open, and the scans have not changed for ``quiet_seconds``:
+    Debezium opens the next window right after closing one while a snapshot runs. Debezium's own
+    notification, where the landing holds it, is exact and comes first (``airflow.triggers``).
     """
 
     quiet_seconds: float
@@ -64,6 +67,7 @@ class WindowWatch:
     first: WindowScan | None = None
     last: WindowScan | None = None
     changed_at: float = 0.0
+    seen_open: set[str] = field(default_factory=set)  # windows seen open that the first scan did not see
 
     def observe(self, scan: WindowScan, now: float) -> bool:
         if self.first is None:
@@ -76,5 +80,6 @@ class WindowWatch:
         if scan != self.last:
             self.last = scan
             self.changed_at = now
-        started = scan.windows > (self.baseline or 0)
+        self.seen_open |= set(scan.open_ids) - set(self.first.open_ids)
+        started = scan.windows > (self.baseline or 0) or bool(self.seen_open)
         return started and not scan.open_ids and now - self.changed_at >= self.quiet_seconds
