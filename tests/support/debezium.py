@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available, pg_marker_writer
+from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available
 from cdc_backfill.capture.debezium_config import DebeziumSettings
+from cdc_backfill.capture.debezium_drain import pg_marker_writer
 from cdc_backfill.capture.debezium_landing import read_notifications
 from tests.support.pg import plain_url
 

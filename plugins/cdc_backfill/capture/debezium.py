@@ -14,9 +14,7 @@ landing zone in delivery order (``capture.debezium_landing``), no Kafka.
 
 from __future__ import annotations
 
-import base64
 import functools
-import json
 import logging
 import signal
 import threading
@@ -29,6 +27,7 @@ from typing import Any
 
 from cdc_backfill.capture.debezium_batch import BatchReader
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties, notification_topic
+from cdc_backfill.capture.debezium_drain import drain_marker_in, is_drain_marker
 from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
     land_batch,
@@ -69,34 +68,6 @@ class CaptureSummary:
     files: int = 0
     redelivered: int = 0  # records landed before a crash and delivered again: skipped
     snapshots: dict[str, str] = field(default_factory=dict)  # signal id -> how Debezium said it ended
-
-
-def drain_marker_in(data: bytes, marker: str) -> bool:
-    """Does a batch file's bytes hold the drain marker (pure)? Only lines naming its prefix are read."""
-    if DRAIN_PREFIX.encode() not in data:
-        return False
-    for line in data.splitlines():
-        if DRAIN_PREFIX.encode() in line and is_drain_marker(
-            json.dumps(json.loads(line).get("value")), marker
-        ):
-            return True
-    return False
-
-
-def is_drain_marker(value: str | None, marker: str) -> bool:
-    """Is this record the drain's logical decoding message (pure)? Debezium writes its content as
-    base64."""
-    if not value or DRAIN_PREFIX not in value:
-        return False
-    doc = json.loads(value)
-    payload = (doc.get("payload", doc) if isinstance(doc, dict) else None) or {}
-    message = payload.get("message") or {}
-    if payload.get("op") != "m" or message.get("prefix") != DRAIN_PREFIX:
-        return False
-    try:
-        return base64.b64decode(message.get("content") or "").decode() == marker
-    except ValueError:
-        return False
 
 
 def engine_available() -> str | None:
@@ -404,18 +375,3 @@ class DebeziumCapture:
                 emitted = time.monotonic()
             self._stop.wait(0.2)
         return not self._stop.is_set()
-
-
-def pg_marker_writer(url: str) -> Callable[[str, str], None]:
-    """Writes the drain's logical decoding message into a PostgreSQL source."""
-    import sqlalchemy as sa
-
-    from cdc_backfill.config import source_engine
-
-    engine = source_engine(url)
-
-    def emit(prefix: str, content: str) -> None:
-        with engine.begin() as conn:
-            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
-
-    return emit
