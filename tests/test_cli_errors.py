@@ -115,3 +115,15 @@ def test_typos_in_names_are_refused_before_any_work(tmp_path, capsys) -> None:  
                  "--collection", "public.ordrs"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "has no collection public.ordrs: did you mean public.orders?" in err, err
+
+
+def test_verify_refuses_a_source_it_cannot_read(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Verify's range counts and hashes are PostgreSQL SQL: a SQL Server source is refused in one line
+    before anything is read, not failed on with SQL it does not speak."""
+    write_state(tmp_path / "state", "dbo.orders", [{"id": 1}])
+    code = main(["verify", "--source", "mssql://sa:x@127.0.0.1:1/cdc", "--state", str(tmp_path / "state"),
+                 "--collection", "dbo.orders"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err == "cannot verify: verify reads PostgreSQL sources only, not a mssql source\n", (
+        err
+    )

@@ -22,6 +22,8 @@ import shlex
 import sys
 from typing import TYPE_CHECKING
 
+from sqlalchemy.engine import make_url
+
 from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import collection_dir
@@ -74,6 +76,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print(refused, file=sys.stderr)
         return 2
     url = require_source_url(args.source)
+    backend = make_url(url).get_backend_name()
+    if backend not in ("postgresql", "postgres"):
+        # its range counts and hashes are PostgreSQL SQL (verify/sql.py); other sources are not read
+        print(f"cannot verify: verify reads PostgreSQL sources only, not a {backend} source", file=sys.stderr)
+        return 2
     verified = _verify_at_position(args, url)
     if verified is None:
         return 2
