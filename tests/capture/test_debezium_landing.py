@@ -99,3 +99,20 @@ def test_a_sinks_notifications_are_read_where_it_landed_them(tmp_path: Path) -> 
     )
     (stream_dir(tmp_path) / batch_file_name(0, 0)).write_text(_sink_line(0, _note("s9", "COMPLETED")) + "\n")
     assert ended_snapshots(tmp_path) == {"s0": "COMPLETED", "s1": "COMPLETED"}
+
+
+def test_a_sinks_notifications_on_s3(s3_lake) -> None:  # type: ignore[no-untyped-def]
+    """A sink (S3 sink connector, Debezium Server) writing objects into an S3 landing: read once each."""
+    from cdc_backfill.capture.debezium_landing import ended_snapshots
+    from cdc_backfill.layout import stream_dir
+
+    folder = stream_dir(s3_lake)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notifications+0+0000000000.json").write_bytes(
+        (
+            "\n".join(_sink_line(i, _note("s1", k)) for i, k in enumerate(("STARTED", "COMPLETED"))) + "\n"
+        ).encode()
+    )
+    (folder / "changes+0+0000000000.json").write_bytes(b'{"offset":0,"value":{"op":"r","after":{"id":1}}}\n')
+    assert ended_snapshots(s3_lake) == {"s1": "COMPLETED"}
+    assert ended_snapshots(s3_lake) == {"s1": "COMPLETED"}  # from what was read the first time

@@ -239,16 +239,25 @@ def sink_notifications(landing: Path) -> list[dict]:
     """Debezium's incremental-snapshot notifications in the landing's stream files (waiting or ingested)
     that a sink wrote, in file-name order: Kafka Connect or Debezium Server landing the notification
     topic (``notification.enabled.channels=sink``) beside the change topics. ``capture debezium``'s own
-    batch files never hold them. A file is read again only when its size changed (a sink appending)."""
-    notes: list[dict] = []
+    batch files never hold them. A local file is read again only when its size changed (a sink
+    appending); an object on S3, which never changes, once."""
     files = [p for folder in (stream_dir(landing), ingested_stream_dir(landing)) if folder.is_dir()
-             for p in folder.iterdir() if p.is_file() and not _NAME_RE.match(p.name)]  # fmt: skip
-    for path in sorted(files, key=lambda p: p.name):
-        key = (str(path), path.stat().st_size)
-        if key not in _sink_files:
-            _sink_files[key] = notifications_in(path.read_bytes())
-        notes += _sink_files[key]
-    return notes
+             for p in folder.iterdir() if not _NAME_RE.match(p.name)]  # fmt: skip
+    return [note for path in sorted(files, key=lambda p: p.name) for note in _file_notifications(path)]
+
+
+def _file_notifications(path: LakePath) -> list[dict]:
+    if isinstance(path, S3Path):
+        key = (str(path), -1)
+        if key not in _sink_files:  # a listed prefix is no file: remembered as holding none
+            _sink_files[key] = notifications_in(path.read_bytes()) if path.is_file() else []
+        return _sink_files[key]
+    if not path.is_file():
+        return []
+    key = (str(path), path.stat().st_size)
+    if key not in _sink_files:
+        _sink_files[key] = notifications_in(path.read_bytes())
+    return _sink_files[key]
 
 
 def notifications_in(data: bytes) -> list[dict]:
