@@ -235,8 +235,7 @@ class DebeziumCapture:
                 path = land_lines(self.landing, lines, self._next, n)
                 self._next += n
                 return [], notes, n, path, self._marker is not None and drain_marker_in(lines, self._marker)
-        batch = self._reader.read(data)
-        pairs = list(zip(batch.keys, batch.values, strict=True))
+        pairs = self._reader.read(data)
         fresh, path = self._land(pairs)
         marker = self._marker is not None and any(is_drain_marker(v, self._marker) for _, v in pairs)
         return pairs, notes, len(fresh), path, marker

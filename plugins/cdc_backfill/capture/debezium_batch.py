@@ -4,14 +4,13 @@ Asking each record for its destination, key and value, and marking each processe
 calls per record, and turning Java strings into Python ones cost more than Debezium's own work. Here the
 JVM does the per-record work: :meth:`BatchReader.lines` builds a batch file's bytes there (each record's
 line made by a method handle composed from the records' own methods and a ``StringConcatFactory``
-concatenation, so no Java of ours needs compiling), and Python only writes them. Destinations, keys
-and values come out joined into one string each when a batch needs looking into (a notification in it,
-or the records a crash may have landed already).
+concatenation, so no Java of ours needs compiling), and Python only writes them. Destinations come out
+joined into one string (to find the notifications), and keys and values too when a batch needs looking
+into (the records a crash may have landed already).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 # Never inside JSON text: a NUL in a string is written \u0000, and none may stand outside one.
@@ -19,18 +18,6 @@ SEPARATOR = "\0"
 _NULL = "null"  # how Java writes a null: for a key or a value it means what JSON's null means
 # A batch file's line (debezium_landing.batch_lines), \1 where each argument goes: offset, key, value.
 LINE_RECIPE = '{"partition":0,"offset":\1,"key":\1,"value":\1}'
-
-
-@dataclass(frozen=True)
-class Batch:
-    """A batch's records in delivery order: destination (topic), key and value JSON (None: absent)."""
-
-    destinations: list[str]
-    keys: list[str | None]
-    values: list[str | None]
-
-    def __len__(self) -> int:
-        return len(self.destinations)
 
 
 def split_joined(joined: str, count: int, what: str) -> list[str | None]:
@@ -104,26 +91,18 @@ class BatchReader:
         )
         self._long = long_
 
-    def destinations(self, records: Any) -> list[str]:
+    def _parts(self, records: Any, name: str) -> list[str | None]:
+        """Every record's ``name()`` (destination, key, value), joined in the JVM and split here."""
         count = int(records.size())
-        joined = (
-            ""
-            if count == 0
-            else str(records.stream().map(self._getters["destination"]).collect(self._joining))
-        )
-        return [d or "" for d in split_joined(joined, count, "destinations")]
+        joined = "" if count == 0 else str(records.stream().map(self._getters[name]).collect(self._joining))
+        return split_joined(joined, count, f"{name}s")
 
-    def read(self, records: Any) -> Batch:
-        count = int(records.size())
-        joined = {
-            name: "" if count == 0 else str(records.stream().map(fn).collect(self._joining))
-            for name, fn in self._getters.items()
-        }
-        return Batch(
-            [d or "" for d in split_joined(joined["destination"], count, "destinations")],
-            split_joined(joined["key"], count, "keys"),
-            split_joined(joined["value"], count, "values"),
-        )
+    def destinations(self, records: Any) -> list[str]:
+        return [d or "" for d in self._parts(records, "destination")]
+
+    def read(self, records: Any) -> list[tuple[str | None, str | None]]:
+        """The records' (key, value) JSON, in delivery order (None: absent)."""
+        return list(zip(self._parts(records, "key"), self._parts(records, "value"), strict=True))
 
     def lines(self, records: Any, first: int) -> bytes:
         """The batch file of ``records`` from delivery offset ``first`` (``batch_lines``'s lines, each

@@ -267,7 +267,7 @@ def notifications_in(data: bytes) -> list[dict]:
         return []
     notes = []
     for line in data.splitlines():
-        if b"Incremental Snapshot" not in line:
+        if NOTIFICATION_MARK not in line:
             continue
         try:
             record = json.loads(line)

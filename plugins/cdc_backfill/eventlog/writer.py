@@ -55,17 +55,6 @@ def roll_manifests(landing: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("r*.json"))] if folder.is_dir() else []
 
 
-def ingested_names(landing: Path) -> set[str]:
-    """The names of the input files an ingest manifest says it landed (``capture debezium``'s batch
-    files among them): the stream they hold is in the log."""
-    return {
-        Path(str(item["file"])).name
-        for manifest in roll_manifests(landing)
-        for item in manifest.get("inputs", [])
-        if isinstance(item, dict) and "file" in item
-    }
-
-
 def named_log_files(landing: Path) -> set[str]:
     """The log files (relative to the log folder) that a manifest names: the landed ones."""
     return {f for manifest in roll_manifests(landing) for f in manifest["files"]}

@@ -84,6 +84,17 @@ def ingested(landing: Path) -> set[str]:
     return {item["sha256"] for manifest in roll_manifests(landing) for item in manifest.get("inputs", [])}
 
 
+def ingested_names(landing: Path) -> set[str]:
+    """The names of the files a manifest says were ingested (``capture debezium``'s batch files among
+    them): the stream they hold is in the log."""
+    return {
+        Path(str(item["file"])).name
+        for manifest in roll_manifests(landing)
+        for item in manifest.get("inputs", [])
+        if isinstance(item, dict) and "file" in item
+    }
+
+
 def pending(landing: Path, paths: list[Path]) -> tuple[list[InputFile], list[InputFile]]:
     """(files to ingest, files the log already holds); a file given twice counts once."""
     done = ingested(landing)

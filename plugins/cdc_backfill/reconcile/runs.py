@@ -119,7 +119,7 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
     notes = None
     if debezium_dir(landing).is_dir():
         from cdc_backfill.capture.debezium_landing import read_notifications
-        from cdc_backfill.eventlog.writer import ingested_names
+        from cdc_backfill.ingest.inputs import ingested_names
 
         found = read_notifications(landing)
         # listed before the run lists its manifests: a file named here is in a manifest the run reads
