@@ -32,6 +32,7 @@ from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
     land_batch,
     land_lines,
+    last_batch_name,
     next_offset,
     pull_engine_files,
     push_engine_files,
@@ -175,7 +176,10 @@ class DebeziumCapture:
         self._waiting: set[str] = set()
         self._asked: set[str] = set()
         self._notes: list[dict] = []
-        self._last_landed: str | None = None  # the name of the last batch file this run landed
+        # the last batch file landed, from the start: after a restart Debezium may send a notification
+        # again in a batch whose records all landed before (or with no record beside it); the stream
+        # before it is then in the files landed so far
+        self._last_landed = last_batch_name(self.landing)
         self._pushed: dict[str, bytes] = {}  # the engine files stored in a landing on S3, by name
 
     def _on_batch(self, records: Any, committer: Any) -> None:

@@ -57,6 +57,12 @@ def _last_file(landing: Path) -> Path | None:
     return best[1] if best else None
 
 
+def last_batch_name(landing: Path) -> str | None:
+    """The name of the last batch file landed, by any run, moved by ``ingest`` or not (None: none yet)."""
+    last = _last_file(landing)
+    return last.name if last is not None else None
+
+
 def record_identity(key: object, value: object) -> str:
     """What makes a delivered record the same record when Debezium delivers it again (pure): its key
     and value without the envelope's processing time (``ts_ms``/``ts_us``/``ts_ns`` beside ``op``;
