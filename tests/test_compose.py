@@ -97,3 +97,41 @@ def test_the_lake_is_on_minio_for_every_reader_and_writer() -> None:
     assert home is not None
     client = next((home / "jars").glob("hadoop-client-api-*.jar")).stem.removeprefix("hadoop-client-api-")
     assert f"spark.jars.packages org.apache.hadoop:hadoop-aws:{client}" in conf  # the same Hadoop
+
+
+def test_sqlserver_loop_script_is_bash_whose_commands_parse_as_written() -> None:
+    """The loop script cannot run here (no SQL Server, no containers): it is valid bash, and every
+    cdc-backfill command in it parses with the defaults it sets."""
+    import re
+    import shlex
+    import subprocess
+
+    from cdc_backfill.cli.main import build_parser
+
+    script = DOCKER / "sqlserver" / "loop.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    text = script.read_text().replace("\\\n", " ")
+    defaults = dict(re.findall(r"^(\w+)=\$\{\w+:-([^}]*)\}$", text, re.M))
+    defaults |= dict(re.findall(r"^(\w+)=([^$\s(]+)$", text, re.M))
+    assert defaults["SOURCE"].startswith("mssql://") and defaults["SIGNAL_TABLE"] == "dbo.cdc_signal"
+
+    def command(rest: str) -> list[str]:  # the words up to a pipe or the end of the $( )
+        lex = shlex.shlex(rest, posix=True, punctuation_chars="|);&")
+        lex.whitespace_split = True
+        words = []
+        for word in lex:
+            if word in ("|", ")", ";", "&&", "||"):
+                break
+            words.append(word)
+        return words
+
+    substituted = re.sub(r'"\$(\w+)"', lambda m: shlex.quote(defaults.get(m.group(1), "x")), text)
+    commands = [command(m) for m in re.findall(r"(?:^|\$\()\s*cdc (.+)$", substituted, re.M)]
+    assert {" ".join(c[:2]) for c in commands} >= {
+        "signal init", "signal execute-snapshot", "signal log", "capture debezium", "ingest --landing",
+        "reconcile --landing", "state --state",
+    }  # fmt: skip
+    parser = build_parser()
+    for words in commands:
+        args = parser.parse_args(words)
+        assert getattr(args, "source", None) in (None, defaults["SOURCE"]), words

@@ -79,7 +79,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
     print(
         f"{signal.type} {signal.id} {verb} to {store.signal_table}" + (f" for {targets}" if targets else "")
     )
-    print(f"data: {signal.data_json()}")
+    print(f"data: {validated.signal.data_json()}")
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.signals.catalog import Catalog, TableInfo
+from cdc_backfill.signals.catalog import DATABASE_QUALIFIED, Catalog, TableInfo
 
 SYSTEM_SCHEMAS = {
     "postgresql": {"pg_catalog", "information_schema", "pg_toast"},
@@ -40,7 +40,13 @@ def read_catalog(engine: sa.Engine) -> Catalog:
             unique = tuple(c for c in names if (c,) in single | {pk})
             nullable = tuple(c["name"] for c in cols if c.get("nullable", True))
             tables.append(TableInfo(sch or schema, table, names, pk, unique, nullable))
-    return Catalog(dialect, tuple(sorted(tables, key=lambda t: t.collection)))
+    return Catalog(dialect, tuple(sorted(tables, key=lambda t: t.collection)), qualifying_database(engine))
+
+
+def qualifying_database(engine: sa.Engine) -> str | None:
+    """The database Debezium's connector puts before schema.table on this source (None: it puts none).
+    ``capture debezium`` gives the connector the database of the same URL."""
+    return (engine.url.database or None) if engine.dialect.name in DATABASE_QUALIFIED else None
 
 
 def _unique_column_sets(uniques: list[Any], indexes: list[Any]) -> set[tuple[str, ...]]:

@@ -9,7 +9,7 @@ import functools
 import json
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -95,11 +95,15 @@ class SignalStore:
     # ------------------------------------------------------------ send
 
     def check(self, signal: Signal, catalog: Catalog | None = None) -> ValidatedSignal:
-        """Everything a send checks, without writing: the signal is refused (SignalError) or returned resolved."""
-        check_row_limits(signal)
-        validated = validate(signal, catalog or self.catalog(), self.protected)
+        """Everything a send checks, without writing: the signal is refused (SignalError) or returned
+        resolved, as it is written (``ValidatedSignal.signal``: its patterns named as Debezium's connector
+        of this source matches them, ``Catalog.signal_for_debezium``)."""
+        tables = catalog or self.catalog()
+        written = tables.signal_for_debezium(signal)
+        check_row_limits(written)
+        validated = validate(signal, tables, self.protected)
         validated.raise_if_any_error()
-        return validated
+        return replace(validated, signal=written)
 
     def send(self, signal: Signal, catalog: Catalog | None = None) -> ValidatedSignal:
         """Validate, then write the signal row and its status row in one transaction."""
@@ -107,7 +111,7 @@ class SignalStore:
         now = utc_now()
         try:
             with self.engine.begin() as conn:
-                conn.execute(sa.insert(self.signal).values(**signal.row()))
+                conn.execute(sa.insert(self.signal).values(**validated.signal.row()))
                 conn.execute(
                     sa.insert(self.status).values(
                         signal_id=signal.id,
