@@ -132,6 +132,49 @@ def debezium_refresh(url: str, landing: Path, signal_table: str | None = None) -
     return refresh
 
 
+def json_landed(landing: Path) -> bool:
+    """Has anything landed JSON stream files here (waiting for ingest or moved by it)? A connector run
+    by Kafka Connect or Debezium Server writes its files so, with no offsets or binding of ours."""
+    from cdc_backfill.layout import ingested_stream_dir, stream_dir
+
+    return any(f.is_dir() and any(f.iterdir()) for f in (stream_dir(landing), ingested_stream_dir(landing)))
+
+
+def debezium_followed(
+    url: str, landing: Path, timeout: float = FOLLOW_TIMEOUT, poll: float = 1.0
+) -> Callable[[], None]:
+    """Bring up to now a landing a running Debezium writes (``capture debezium --follow``, or Kafka
+    Connect or Debezium Server with a sink into ``stream/``): write a drain marker (a logical decoding
+    message) and wait until a stream file holds it; the caller's session ingests them."""
+    import uuid
+
+    from cdc_backfill.capture.debezium_drain import drain_marker_in, pg_marker_writer
+    from cdc_backfill.layout import ingested_stream_dir, stream_dir
+    from cdc_backfill.signals.marks import DRAIN_PREFIX
+
+    def refresh() -> None:
+        marker = uuid.uuid4().hex
+        pg_marker_writer(url)(DRAIN_PREFIX, marker)
+        read: set[tuple[str, int]] = set()  # (file, size): a sink may append to a file
+        deadline = time.monotonic() + timeout
+        while True:
+            for folder in (stream_dir(landing), ingested_stream_dir(landing)):
+                for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+                    seen = (str(path), path.stat().st_size)
+                    if seen not in read:
+                        read.add(seen)
+                        if drain_marker_in(path.read_bytes(), marker):
+                            return
+            if time.monotonic() > deadline:
+                raise CatchUpError(
+                    f"{landing} did not receive Debezium's stream up to now within {timeout:.0f} s: is the "
+                    "connector that writes it running, and does its <topic prefix>.message topic land there too?"
+                )
+            time.sleep(poll)
+
+    return refresh
+
+
 @dataclass(frozen=True)
 class Reach:
     """How verify makes a landing hold the stream: past an exact position (``catch_up``), and up to now
@@ -158,17 +201,24 @@ def reach(
         return Reach(not_exact="no landing zone: give one to verify both sides at one position")
     if not url.startswith(("postgresql", "postgres")):
         return Reach(not_exact="only a PostgreSQL source gives a snapshot at an exact position")
-    if capture == "external":
-        return past_any_position(lambda: wait_for_fence(url, landing))
     try:
-        debezium = capture == "debezium" or (capture in (None, "drain") and is_debezium_landing(landing))
+        debezium = (
+            capture == "debezium"
+            or is_debezium_landing(landing)
+            or (capture == "external" and not native_slots(landing) and json_landed(landing))
+        )
     except SlotBindingError as exc:
         return Reach(not_exact=str(exc))
     if debezium:
         return Reach(
-            refresh=debezium_refresh(url, landing, signal_table),
+            # a Debezium another process runs holds its slot: it lands a marker, no drain of ours can run
+            refresh=debezium_followed(url, landing)
+            if capture == "external"
+            else debezium_refresh(url, landing, signal_table),
             not_exact="the landing is Debezium's: its positions cannot be matched to a snapshot's",
         )
+    if capture == "external":
+        return past_any_position(lambda: wait_for_fence(url, landing))
     try:
         return past_any_position(native_up_to_now(url, landing, signal_table))
     except CatchUpError as exc:

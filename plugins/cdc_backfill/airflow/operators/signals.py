@@ -71,9 +71,11 @@ class CdcValidateSnapshotOperator(CdcOperator):
             )  # fmt: skip
         for path in (request.landing_dir, request.state_dir):
             lake_path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
+        # JSON waits in the landing unless the DAG lands the stream itself: from its own Debezium, or
+        # from another process (capture debezium --follow, a Kafka Connect or Debezium Server sink)
         application, args = plans.reconcile_submit(
             request.landing_dir, request.state_dir, validated.collections, signal_table,
-            ingest=request.capture == "debezium",
+            ingest=request.capture != "drain",
         )  # fmt: skip
         return {
             "signal_id": signal.id,
