@@ -66,17 +66,7 @@ def test_debezium_landed_by_a_sink_dag_ends_with_verify_equal(
         holder = threading.Thread(target=hold, daemon=True)
         holder.start()
         dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
-        run = dag.test(
-            run_conf={
-                "collections": ["public\\.orders", "public\\.lines"],
-                "engine": "debezium",
-                "capture": "external",
-                "source_conn_id": source_conn,
-                "landing_dir": str(landing),
-                "state_dir": str(state),
-                "verify": True,
-            }
-        )
+        run = run_debezium_dag(dag, "external", source_conn, landing, state)
         holder.join(60)
     finally:
         if writers is not None:
@@ -95,6 +85,20 @@ def test_debezium_landed_by_a_sink_dag_ends_with_verify_equal(
     assert not (landing / "_debezium" / "notifications.jsonl").exists()
     assert overlap(fresh_db, landing, ALL).changes_in_span >= CHANGES, "the writers changed rows mid-snapshot"
     assert_state_is_source(fresh_db, state, TABLES)
+
+
+def run_debezium_dag(dag, capture: str, source_conn: str, landing: Path, state: Path):  # type: ignore[no-untyped-def]
+    """The form as a user fills it: orders and lines read by Debezium, the stream landed by ``capture``."""
+    conf = {
+        "collections": ["public\\.orders", "public\\.lines"],
+        "engine": "debezium",
+        "capture": capture,
+        "source_conn_id": source_conn,
+        "landing_dir": str(landing),
+        "state_dir": str(state),
+        "verify": True,
+    }
+    return dag.test(run_conf=conf)
 
 
 def until(done, process: subprocess.Popen, folder: Path, what: str, limit_s: float = 180.0) -> None:  # type: ignore[no-untyped-def,type-arg]
@@ -137,17 +141,7 @@ def test_debezium_engine_dag_with_writers_ends_with_verify_equal(
     landing, state = tmp_path / "lake", tmp_path / "state"
     dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
     try:
-        run = dag.test(
-            run_conf={
-                "collections": ["public\\.orders", "public\\.lines"],
-                "engine": "debezium",
-                "capture": "debezium",
-                "source_conn_id": source_conn,
-                "landing_dir": str(landing),
-                "state_dir": str(state),
-                "verify": True,
-            }
-        )
+        run = run_debezium_dag(dag, "debezium", source_conn, landing, state)
     finally:
         writers.stop()
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
