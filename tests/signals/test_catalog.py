@@ -31,6 +31,7 @@ PG = Catalog("postgresql", TABLES)
         ("dbo.orders", "cdc\\.dbo.orders"),
         ("dbo\\.order.*", "cdc\\.dbo\\.order.*"),
         ("dbo\\.orders|sales\\.orders", "cdc\\.(?:dbo\\.orders|sales\\.orders)"),
+        ("^dbo\\.orders$", "cdc\\.dbo\\.orders"),  # anchors would match nothing after the database
         ("cdc\\.dbo\\.orders", "cdc\\.dbo\\.orders"),  # named as Debezium names it already
         (".*\\.orders", ".*\\.orders"),  # matches the whole names too
     ],

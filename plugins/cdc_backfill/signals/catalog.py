@@ -66,7 +66,11 @@ class Catalog:
             return pattern
         if not any(rx.fullmatch(t.collection) for t in self.tables):
             return pattern  # matches nothing: refused by the checks, not rewritten
-        body = f"(?:{pattern})" if "|" in pattern else pattern
+        # anchors say nothing under a whole-name match, and after the database they would match nothing
+        body = pattern.removeprefix("^")
+        if body.endswith("$") and not body.endswith("\\$"):
+            body = body[:-1]
+        body = f"(?:{body})" if "|" in body else body
         return f"{re.escape(self.database)}\\.{body}"
 
     def signal_for_debezium(self, signal: Signal) -> Signal:
