@@ -46,34 +46,45 @@ def test_debezium_landed_by_a_sink_dag_ends_with_verify_equal(
     seed(fresh_db, orders=1500, lines=1500, docs_every=10**9)  # no TOASTed docs: nothing to re-read
     SignalStore(fresh_db).init()
     landing, state = tmp_path / "lake", tmp_path / "state"
-    with open(tmp_path / "sink.log", "wb") as log:
-        sink = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.debezium_sink", plain_url(fresh_db), str(landing),
-             watermarking, *ALL],
-            cwd=Path(__file__).resolve().parents[2], stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+
+    def sink(phase: str) -> subprocess.Popen:  # type: ignore[type-arg]
+        with open(tmp_path / "sink.log", "ab") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "tests.support.debezium_sink", phase, plain_url(fresh_db), str(landing),
+                 watermarking, *ALL],
+                cwd=Path(__file__).resolve().parents[2], stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+    first = sink("first")
+    rest: list[subprocess.Popen] = []  # type: ignore[type-arg]
     writers: Writers | None = None
     try:
-        until(lambda: (tmp_path / "sink.ready").exists(), sink, tmp_path, "the connector's slot")
+        until(lambda: (tmp_path / "sink.ready").exists(), first, tmp_path, "the connector's slot")
         writers = Writers(fresh_db, seed_value=11).start()
 
-        def hold() -> None:  # Debezium held after its first chunk while the writers change rows
-            until(lambda: (tmp_path / "sink.held").exists(), sink, tmp_path, "Debezium's first chunk")
-            writers.wait_for_changes(CHANGES)
-            writers.stop()  # the source holds still for verify
-            (tmp_path / "sink.release").touch()
+        def restart() -> None:  # Debezium stopped after its first chunk while the writers change rows
+            try:
+                first.wait(300)
+                writers.wait_for_changes(CHANGES)
+            finally:  # whatever happened, the snapshot goes on (the DAG waits for it) and it is said below
+                writers.stop()  # the source holds still for verify
+                rest.append(sink("rest"))  # started again: the snapshot goes on from its offsets
 
-        holder = threading.Thread(target=hold, daemon=True)
-        holder.start()
+        restarter = threading.Thread(target=restart, daemon=True)
+        restarter.start()
         dag = load_dag("cdc_incremental_snapshot", "cdc_incremental_snapshot.py")
         run = run_debezium_dag(dag, "external", source_conn, landing, state)
-        holder.join(60)
+        restarter.join(60)
     finally:
         if writers is not None:
             writers.stop()
-        (tmp_path / "sink.release").touch()
-        sink.terminate()
-        sink.wait(120)
+        for process in (first, *rest):
+            process.terminate()
+            process.wait(120)
+    assert first.returncode == 0, (tmp_path / "sink.log").read_text()[-3000:]
+    assert not (tmp_path / "sink.ended").exists(), (
+        "the snapshot ended before the stop: make the tables larger"
+    )
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
     assert run.state == "success", (states, (tmp_path / "sink.log").read_text()[-3000:])
     assert states[("wait_for_stream", -1)] == "success" and states[("verify", -1)] == "success", states
