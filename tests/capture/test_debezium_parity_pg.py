@@ -10,6 +10,7 @@ Rule 8: key changes of rows whose TOASTed column stays unchanged complete from t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,11 @@ def test_key_changes_of_toasted_rows_complete_without_a_re_read(
     # the doc stays unchanged: PostgreSQL's stream leaves it out of the new key's row; a chain too
     sql(url, "UPDATE orders SET id = id + 100000 WHERE doc IS NOT NULL AND id % 4 = 0",
         "UPDATE orders SET id = id + 100000 WHERE id BETWEEN 100000 AND 100100")  # fmt: skip
-    dbz_drain(url, s)
+    # Both updates are committed before the drain, and a poll of a second then takes all of them into
+    # one batch, so one file. A key change whose delete ends one batch file and whose create starts the
+    # next is not paired (ingest parses each file alone) and its row is re-read: CI once cut one so
+    # with 20 ms polls
+    dbz_drain(url, replace(s, poll_ms=1000))
     assert main(["ingest", "--landing", "lake"]) == 0
     assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
     assert_state_is_source(url, tmp_path / "state", ORDERS)
