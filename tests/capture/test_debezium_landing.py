@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_landing import batch_file_name, land_batch, last_batch_name, next_offset
+from cdc_backfill.capture.debezium_landing import batch_file_name, land_batch, last_batch, next_offset
 from cdc_backfill.events.debezium import delivery_offset
 from cdc_backfill.layout import ingested_stream_dir
 
 
 def test_batches_continue_their_offsets_across_restarts_and_ingest_moves(tmp_path: Path) -> None:
-    assert next_offset(tmp_path) == 0 and last_batch_name(tmp_path) is None
+    assert next_offset(tmp_path) == 0 and last_batch(tmp_path) is None
     first = land_batch(tmp_path, [('{"id": 1}', '{"payload": {"op": "c"}}'), ('{"id": 1}', None)], 0)
     assert first is not None and first.name == batch_file_name(0, 1)
     lines = [json.loads(line) for line in first.read_text().splitlines()]
@@ -23,7 +23,7 @@ def test_batches_continue_their_offsets_across_restarts_and_ingest_moves(tmp_pat
     first.rename(moved)  # what ingest does with a file it has put into the log
     assert next_offset(tmp_path) == 2
     # what a notification sent again after a restart, in a batch of records landed before, is landed with
-    assert last_batch_name(tmp_path) == first.name
+    assert last_batch(tmp_path) == (1, moved)
     assert land_batch(tmp_path, [], 2) is None
     assert not list(tmp_path.rglob(".*.part"))
 

@@ -152,19 +152,21 @@ def debezium_followed(
     from cdc_backfill.layout import ingested_stream_dir, stream_dir
     from cdc_backfill.signals.marks import DRAIN_PREFIX
 
+    def files() -> dict[tuple[str, int], Path]:  # by (file, size): a sink may append to a file it wrote
+        folders = (stream_dir(landing), ingested_stream_dir(landing))
+        return {(str(p), p.stat().st_size): p for f in folders if f.is_dir() for p in f.iterdir()}
+
     def refresh() -> None:
+        read = set(files())  # landed before the marker is written: never holds it, never read
         marker = uuid.uuid4().hex
         pg_marker_writer(url)(DRAIN_PREFIX, marker)
-        read: set[tuple[str, int]] = set()  # (file, size): a sink may append to a file
         deadline = time.monotonic() + timeout
         while True:
-            for folder in (stream_dir(landing), ingested_stream_dir(landing)):
-                for path in sorted(folder.iterdir()) if folder.is_dir() else ():
-                    seen = (str(path), path.stat().st_size)
-                    if seen not in read:
-                        read.add(seen)
-                        if drain_marker_in(path.read_bytes(), marker):
-                            return
+            for seen, path in sorted(files().items()):
+                if seen not in read:
+                    read.add(seen)
+                    if drain_marker_in(path.read_bytes(), marker):
+                        return
             if time.monotonic() > deadline:
                 raise CatchUpError(
                     f"{landing} did not receive Debezium's stream up to now within {timeout:.0f} s: is the "

@@ -32,8 +32,7 @@ from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
     land_batch,
     land_lines,
-    last_batch_name,
-    next_offset,
+    last_batch,
     pull_engine_files,
     push_engine_files,
     read_notifications,
@@ -165,8 +164,9 @@ class DebeziumCapture:
         self.landing = lake_path(settings.landing)
         self.properties = connector_properties(settings)
         self.summary = CaptureSummary()
-        self._next = next_offset(self.landing)
-        self._dedup = Deduplicator.from_landing(self.landing)
+        last = last_batch(self.landing)  # the landing listed once: offsets, deduplication, notifications
+        self._next = last[0] + 1 if last else 0
+        self._dedup = Deduplicator.from_file(last[1] if last else None)
         self._marker: str | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()  # a stop waits for the batch being landed and committed
@@ -179,7 +179,7 @@ class DebeziumCapture:
         # the last batch file landed, from the start: after a restart Debezium may send a notification
         # again in a batch whose records all landed before (or with no record beside it); the stream
         # before it is then in the files landed so far
-        self._last_landed = last_batch_name(self.landing)
+        self._last_landed = last[1].name if last else None
         self._pushed: dict[str, bytes] = {}  # the engine files stored in a landing on S3, by name
 
     def _on_batch(self, records: Any, committer: Any) -> None:

@@ -43,7 +43,8 @@ def _landed_batches(landing: Path) -> Iterator[tuple[int, Path]]:
 
 def next_offset(landing: Path) -> int:
     """The delivery offset of the next record: one after the last landed (0 in an empty landing)."""
-    return max((last for last, _ in _landed_batches(landing)), default=-1) + 1
+    last = last_batch(landing)
+    return last[0] + 1 if last else 0
 
 
 def waiting_batches(landing: Path) -> list[Path]:
@@ -52,15 +53,10 @@ def waiting_batches(landing: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if _NAME_RE.match(p.name)) if folder.is_dir() else []
 
 
-def _last_file(landing: Path) -> Path | None:
-    best = max(_landed_batches(landing), default=None)
-    return best[1] if best else None
-
-
-def last_batch_name(landing: Path) -> str | None:
-    """The name of the last batch file landed, by any run, moved by ``ingest`` or not (None: none yet)."""
-    last = _last_file(landing)
-    return last.name if last is not None else None
+def last_batch(landing: Path) -> tuple[int, Path] | None:
+    """The last batch landed, by any run, moved by ``ingest`` or not: (its last delivery offset, its
+    file); None in an empty landing. One listing of the landing's two stream folders."""
+    return max(_landed_batches(landing), default=None)
 
 
 def record_identity(key: object, value: object) -> str:
@@ -86,8 +82,8 @@ class Deduplicator:
         self._seen = seen
 
     @classmethod
-    def from_landing(cls, landing: Path) -> Deduplicator:
-        last = _last_file(landing)
+    def from_file(cls, last: Path | None) -> Deduplicator:
+        """Skipping the records of ``last``, the landing's last batch file (None: nothing to skip)."""
         seen: set[str] = set()
         if last is not None:
             for line in last.read_text().splitlines():
