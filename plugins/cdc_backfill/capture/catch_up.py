@@ -149,12 +149,20 @@ def debezium_followed(
     import uuid
 
     from cdc_backfill.capture.debezium_drain import drain_marker_in, pg_marker_writer
+    from cdc_backfill.lakepath import S3Path
     from cdc_backfill.layout import ingested_stream_dir, stream_dir
     from cdc_backfill.signals.marks import DRAIN_PREFIX
 
-    def files() -> dict[tuple[str, int], Path]:  # by (file, size): a sink may append to a file it wrote
+    def files() -> dict[tuple[str, int], Path]:
+        """By (file, size): a sink may append to a local file it wrote; an object on S3 never changes,
+        so no request per object and poll asks its size."""
         folders = (stream_dir(landing), ingested_stream_dir(landing))
-        return {(str(p), p.stat().st_size): p for f in folders if f.is_dir() for p in f.iterdir()}
+        return {
+            (str(p), -1 if isinstance(p, S3Path) else p.stat().st_size): p
+            for f in folders
+            if f.is_dir()
+            for p in f.iterdir()
+        }
 
     def refresh() -> None:
         read = set(files())  # landed before the marker is written: never holds it, never read
