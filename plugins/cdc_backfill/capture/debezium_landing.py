@@ -61,16 +61,20 @@ def last_batch(landing: Path) -> tuple[int, Path] | None:
 
 def record_identity(key: object, value: object) -> str:
     """What makes a delivered record the same record when Debezium delivers it again (pure): its key
-    and value without the envelope's processing time (``ts_ms``/``ts_us``/``ts_ns`` beside ``op``;
-    the source's own times stay)."""
-    doc = value
+    and value without their schemas and the envelope's processing time (``ts_ms``/``ts_us``/``ts_ns``
+    beside ``op``; the source's own times stay)."""
+    key, doc = _payload(key), _payload(value)
     if isinstance(doc, dict):
-        wrapped = "payload" in doc and "schema" in doc
-        payload = doc["payload"] if wrapped else doc
-        if isinstance(payload, dict):
-            payload = {k: v for k, v in payload.items() if k not in ("ts_ms", "ts_us", "ts_ns")}
-            doc = {**doc, "payload": payload} if wrapped else payload
+        doc = {k: v for k, v in doc.items() if k not in ("ts_ms", "ts_us", "ts_ns")}
     return json.dumps([key, doc], sort_keys=True, separators=(",", ":"))
+
+
+def _payload(part: object) -> object:
+    """A key or value without its ``{schema, payload}`` wrapper: a record lands with its schema inline
+    or named by id (``debezium_batch``), and is the same record either way."""
+    if isinstance(part, dict) and "payload" in part and "schema" in part and len(part) == 2:
+        return part["payload"]
+    return part
 
 
 class Deduplicator:
@@ -87,7 +91,7 @@ class Deduplicator:
         seen: set[str] = set()
         if last is not None:
             for line in last.read_text().splitlines():
-                if line.strip():
+                if line.strip() and not line.startswith('{"schemas":'):  # the file's schema line
                     doc = json.loads(line)
                     seen.add(record_identity(doc.get("key"), doc.get("value")))
         return cls(seen)

@@ -41,6 +41,31 @@ def unwrap(part: Any) -> tuple[dict[str, Any] | None, Any]:
     return None, part
 
 
+def schema_line(record: Any) -> dict[str, Any] | None:
+    """The schemas a batch file's schema line defines, by id; None for any other record (pure).
+    ``capture debezium`` writes one first in each file and names them in its records' ``key_schema``
+    and ``value_schema``, rather than repeating them in every record's wrapper."""
+    if isinstance(record, dict) and len(record) == 1 and isinstance(record.get("schemas"), dict):
+        return record["schemas"]
+    return None
+
+
+def with_schemas(record: Any, schemas: Mapping[str, Any]) -> Any:
+    """A record naming its key's and value's schemas by id, as the converter writes it with them:
+    each part in its ``{schema, payload}`` wrapper (pure; any other record as it is)."""
+    if not isinstance(record, dict) or ("value_schema" not in record and "key_schema" not in record):
+        return record
+    out = dict(record)
+    for part in ("key", "value"):
+        sid = out.pop(f"{part}_schema", None)
+        if sid is None or out.get(part) is None:
+            continue
+        if not isinstance(sid, str) or sid not in schemas:
+            raise ParseError(f"{part}_schema {sid!r} is not defined by a schema line before it in its file")
+        out[part] = {"schema": schemas[sid], "payload": out[part]}
+    return out
+
+
 def split_record(record: dict[str, Any]) -> tuple[Any, Any, bool]:
     """(key part, value part, has key part) of a record that is a key/value pair or a value alone."""
     # A change value always has "op" (or is wrapped as schema/payload); a pair has "value" beside "key".

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
-from cdc_backfill.events.debezium import parse_debezium
+from cdc_backfill.events.debezium import parse_debezium, schema_line, with_schemas
 from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
 from cdc_backfill.events.positions import PgStream
 from cdc_backfill.lakepath import S3Path, lake_path
@@ -76,16 +76,26 @@ class ParseResult:
 
 
 def parse_lines(
-    lines: Iterable[str | bytes], file: str | None = None, options: ParseOptions = DEFAULT_OPTIONS
+    lines: Iterable[str | bytes],
+    file: str | None = None,
+    options: ParseOptions = DEFAULT_OPTIONS,
+    schemas: dict[str, Any] | None = None,
 ) -> Iterator[tuple[int, list[ChangeEvent] | Quarantined]]:
     """(line number, events or the quarantine entry) for each non-blank line of a JSON-lines file, read
-    as one stream in delivery order."""
+    as one stream in delivery order. A schema line is no record: it defines the schemas later lines
+    name (``events.debezium.schema_line``), gathered into ``schemas`` when the caller gives one."""
     order = PgStream()
+    schemas = {} if schemas is None else schemas
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            yield lineno, parse_record(loads(line), options, order=order)
+            record = loads(line)
+            defined = schema_line(record)
+            if defined is not None:
+                schemas.update(defined)
+                continue
+            yield lineno, parse_record(with_schemas(record, schemas), options, order=order)
         except ParseError as exc:
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
             yield lineno, Quarantined(str(exc), file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])

@@ -14,12 +14,14 @@ added reaches the log as a new schema version.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from cdc_backfill.events.dataworks import dataworks_columns
-from cdc_backfill.events.debezium import record_schemas
+from cdc_backfill.events.debezium import record_schemas, with_schemas
+from cdc_backfill.events.model import ParseError
 from cdc_backfill.ingest.columns import Described, pg_type_name
 from cdc_backfill.pgtypes import PgColumn
 
@@ -127,11 +129,12 @@ def described_from_json(text: str) -> Described:
     return [PgColumn(c["name"], c["type"], 0) for c in doc["columns"]], list(doc["key"])
 
 
-def wrapped_columns(line: bytes) -> str | None:
+def wrapped_columns(line: bytes, schemas: Mapping[str, Any] | None = None) -> str | None:
     """What a record's wrappers say about its collection (``described_json``), or None: no wrapper, no
-    key schema, or schemas this module cannot read (the collection is then typed from elsewhere)."""
+    key schema, or schemas this module cannot read (the collection is then typed from elsewhere).
+    ``schemas``: those its file's schema line defined, for a record naming its schemas by id."""
     try:
-        record = orjson.loads(line)
+        record = with_schemas(orjson.loads(line), schemas or {})
         told = dataworks_columns(record)  # DataWorks records carry their columns' types and key too
         if told is not None:
             return described_json(([PgColumn(n, t, 0) for n, t in told[0]], told[1]))
@@ -139,6 +142,6 @@ def wrapped_columns(line: bytes) -> str | None:
         if value_schema is None:
             return None
         described = columns_from_connect(value_schema, key_schema)
-    except (orjson.JSONDecodeError, ConnectSchemaError, KeyError, TypeError, AttributeError):
+    except (orjson.JSONDecodeError, ConnectSchemaError, ParseError, KeyError, TypeError, AttributeError):
         return None
     return described_json(described) if described is not None else None

@@ -40,14 +40,15 @@ def check_sample(paths: Sequence[Path], sources: ColumnSources) -> None:
     wrapped: dict[str, Described] = {}
     for path in event_files(list(paths)):
         records = head_records(path)
-        for lineno, item in parse_lines(records, str(path), options):
+        schemas: dict = {}  # what the file's schema line defined
+        for lineno, item in parse_lines(records, str(path), options, schemas):
             if isinstance(item, Quarantined):
                 continue
             for event in item:
                 if event.collection is None or event.collection in seen:
                     continue
                 seen.add(event.collection)
-                told = wrapped_columns(records[lineno - 1])
+                told = wrapped_columns(records[lineno - 1], schemas)
                 if told is not None:
                     wrapped[event.collection] = described_from_json(told)
     sources.with_wrapped(wrapped).columns(seen)

@@ -115,7 +115,13 @@ class _Columns:
         return len(self.cols[10])  # the file column: one value per row, event or quarantined
 
     def add_events(
-        self, events: list[Any], path: str, lineno: int, lines: list[bytes], seen: set[Any]
+        self,
+        events: list[Any],
+        path: str,
+        lineno: int,
+        lines: list[bytes],
+        seen: set[Any],
+        schemas: dict[str, Any],
     ) -> None:
         """One line's events; the first event of each collection in the file carries the columns its
         schema wrapper describes (``seen``: the collections looked at)."""
@@ -141,7 +147,7 @@ class _Columns:
                 described.append(None)
             else:
                 seen.add(ev.collection)
-                described.append(wrapped_columns(lines[lineno - 1]))
+                described.append(wrapped_columns(lines[lineno - 1], schemas))
             row = ev.after if ev.after is not None else ev.before
             this = (ev.collection, None if ev.key is None else tuple(ev.key), tuple(row or ()))
             if this in shapes or ev.collection is None or ev.op not in OPS:
@@ -178,11 +184,12 @@ def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> 
             data: bytes = contents[i].as_py()
             lines = file_records(data)  # lines, or the events of one JSON document, as `events parse` reads
             seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
-            for lineno, item in parse_lines(lines, path, options):
+            schemas: dict[str, Any] = {}  # what the file's schema line defined
+            for lineno, item in parse_lines(lines, path, options, schemas):
                 if isinstance(item, Quarantined):
                     out.add_quarantined(item, path, lineno)
                 else:
-                    out.add_events(item, path, lineno, lines, seen)
+                    out.add_events(item, path, lineno, lines, seen, schemas)
                 if len(out) >= _BATCH_ROWS:
                     yield out.flush()
     if len(out):
