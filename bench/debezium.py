@@ -5,13 +5,18 @@ run, a writer updating it throughout (250 single-row updates/s): rows/s, the rat
 - the engine: ``cdc-backfill snapshot run --once`` with 1 and 2 readers (chunk 8192, its default here);
 - Debezium 3.6.3's PostgreSQL connector, embedded (``cdc-backfill capture debezium --drain
   --until-snapshot``, JVM start included): its defaults (chunk 1024, ``poll.interval.ms`` 500) and a
-  tuned setting (chunk 8192, ``poll.interval.ms`` 10), and that setting without the ``{schema, payload}``
-  wrapper. Each lands durably through this project's capture (JSON lines, fsync per batch). Its figure is the time from the signal to every
+  tuned setting (chunk 8192, ``poll.interval.ms`` 10), and that setting without schemas
+  (``converter.schemas.enable=false``). Each lands durably through this project's capture (JSON lines,
+  each Connect schema once per file, fsync per batch). Its figure is the time from the signal to every
   READ landed; the start of the JVM alone is given as a reference line, and the same connector and
-  settings landing nothing (each batch read out of the JVM and committed) as the reference the landing
-  is measured against.
+  settings landing nothing (each batch read out of the JVM and committed: the connector's own JSON
+  output, schemas in every record) as the reference the landing is measured against. Where the landing
+  keeps schemas, the connector alone without them (its converter writing payloads only) is given too:
+  the floor of any landing that converts records to JSON.
 
-    python -m bench.debezium --rows 200000
+``--rounds N`` runs each Debezium setting N times, reference and landing in turn, and gives medians.
+
+    python -m bench.debezium --rows 200000 --rounds 3
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,7 +73,7 @@ def drop_slot(url: str, slot: str) -> None:
                              "WHERE slot_name = :s"), {"s": slot})  # fmt: skip
 
 
-def connector_alone(url: str, store: SignalStore, slot: str, how: list[str], n: int) -> dict:
+def connector_alone(url: str, store: SignalStore, slot: str, how: list[str]) -> float:
     """The reference of a Debezium run: the same connector and settings, each batch read out of the JVM
     and committed, nothing landed (``bench.debezium_connector``), from its signal to its last READ."""
     landing = Path(tempfile.mkdtemp(prefix="cdc-bench-dbz-"))
@@ -81,14 +87,75 @@ def connector_alone(url: str, store: SignalStore, slot: str, how: list[str], n: 
                            sid, *props])  # fmt: skip
     shutil.rmtree(landing, ignore_errors=True)
     drop_slot(store.url, slot)  # SQLAlchemy's URL, with its driver
-    return {"measure": "  reference: the connector alone, landing nothing", "items": n, "seconds": seconds,
-            "rate": n / seconds}  # fmt: skip
+    return seconds
+
+
+def debezium_landing(
+    url: str, store: SignalStore, slot: str, how: list[str]
+) -> tuple[float, float, int, int]:
+    """(seconds from the signal to every READ landed, seconds of the JVM's start and an empty drain, peak
+    RSS, bytes landed) of ``capture debezium`` with ``how`` (chunk, poll ms, properties)."""
+    landing = Path(tempfile.mkdtemp(prefix="cdc-bench-dbz-"))
+    dbz = ["capture", "debezium", "--source", url, "--landing", str(landing), "--collections",
+           "public.items", "--slot", slot, "--publication", slot, "--chunk-size", how[0], "--poll-ms", how[1],
+           *how[2:]]  # fmt: skip
+    t_start, _ = measured(cli(*dbz, "--drain"))  # the slot, before the signal
+    sid = f"{slot}-signal"
+    store.send(Signal(sid, "execute-snapshot", ("public.items",), "incremental"))
+    seconds, peak = measured(cli(*dbz, "--drain", "--until-snapshot", sid))
+    size = sum(f.stat().st_size for f in landing.rglob("*") if f.is_file())
+    shutil.rmtree(landing, ignore_errors=True)
+    drop_slot(store.url, slot)
+    return seconds, t_start, peak, size
+
+
+NO_SCHEMAS = ["--property", "converter.schemas.enable=false"]
+
+
+def debezium_rows(label: str, url: str, store: SignalStore, i: int, how: list[str], n: int, rounds: int,
+                  writer: Writer, t_copy: float) -> list[dict]:  # fmt: skip
+    """A Debezium setting's rows: per round the connector alone (and, keeping schemas, alone without
+    them), then the landing; medians over the rounds, each landing's ratio to its own round's reference."""
+    alone, floor, landed, starts, ratios = [], [], [], [], []
+    peak = size = ops = 0
+    keeps_schemas = "converter.schemas.enable=false" not in how
+    for r in range(rounds):
+        alone.append(connector_alone(url, store, f"bench_{i}_{r}_alone", how))
+        if keeps_schemas:
+            floor.append(connector_alone(url, store, f"bench_{i}_{r}_floor", [*how, *NO_SCHEMAS]))
+        ops0 = writer.ops
+        seconds, t_start, peak_r, size = debezium_landing(url, store, f"bench_{i}_{r}", how)
+        ops += writer.ops - ops0
+        landed.append(seconds)
+        starts.append(t_start)
+        ratios.append(alone[-1] / seconds)
+        peak = max(peak, peak_r)
+    med, med_alone = statistics.median(landed), statistics.median(alone)
+    rows = [{"measure": "  reference: Debezium start + empty drain", "items": 0,
+             "seconds": statistics.median(starts), "rate": 0},
+            {"measure": "  reference: the connector alone, landing nothing", "items": n, "seconds": med_alone,
+             "rate": n / med_alone}]  # fmt: skip
+    note = f"{med_alone / med:.2f} of the connector alone's rate"
+    if rounds > 1:
+        note += f" (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"
+    if floor:
+        med_floor = statistics.median(floor)
+        rows.append({"measure": "  reference: the connector alone, no schemas", "items": n,
+                     "seconds": med_floor, "rate": n / med_floor})  # fmt: skip
+        note += f"; {med_floor / med:.2f} of it without schemas"
+    rows.append({
+        "measure": label, "items": n, "seconds": med, "rate": n / med,
+        "reference": f"{t_copy / med:.3f} of COPY; {note}; peak RSS {peak / 2**20:.0f} MiB; "
+                     f"{ops // rounds:,} writer updates; {size / 1e6:.0f} MB landed",
+    })  # fmt: skip
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--writes", type=float, default=250, help="writer updates per second (default 250)")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each Debezium setting (default 1)")
     args = ap.parse_args()
     n = args.rows
     rows_out: list[dict] = []
@@ -103,48 +170,28 @@ def main() -> None:
         writer.start()
         try:
             t_copy = copy_reference(pg.url)
-            runs: list[tuple[str, list[str]]] = []
             for readers in (1, 2):
-                runs.append((f"engine, {readers} reader(s)", ["native", str(readers)]))
-            runs.append(("Debezium, defaults (chunk 1024, poll 500 ms)", ["debezium", "1024", "500"]))
-            runs.append(("Debezium, tuned (chunk 8192, poll 10 ms)", ["debezium", "8192", "10"]))
-            # without the {schema, payload} wrapper: a seventh of the bytes; ingest then types the
-            # collections from the catalog (`ingest --source`)
-            runs.append(("Debezium, tuned, no schema wrapper", ["debezium", "8192", "10", "--property",
-                         "converter.schemas.enable=false"]))  # fmt: skip
-            for i, (label, how) in enumerate(runs):
                 landing = Path(tempfile.mkdtemp(prefix="cdc-bench-dbz-"))
-                sid = f"bench-{i}"
-                if how[0] == "native":
-                    store.send(
-                        Signal(sid, "execute-snapshot", ("public.items",), "incremental", chunk_size=8192)
-                    )
-                    cmd = cli("snapshot", "run", "--source", url, "--landing", str(landing), "--once",
-                              "--readers", how[1])  # fmt: skip
-                else:
-                    dbz = ["capture", "debezium", "--source", url, "--landing", str(landing),
-                           "--collections", "public.items", "--slot", f"bench_{i}", "--publication", f"bench_{i}",
-                           "--chunk-size", how[1], "--poll-ms", how[2], *how[3:]]  # fmt: skip
-                    t_start, _ = measured(cli(*dbz, "--drain"))  # the slot, before the signal
-                    rows_out.append({"measure": "  reference: Debezium start + empty drain", "items": 0,
-                                     "seconds": t_start, "rate": 0})  # fmt: skip
-                    store.send(Signal(sid, "execute-snapshot", ("public.items",), "incremental"))
-                    cmd = cli(*dbz, "--drain", "--until-snapshot", sid)
+                store.send(Signal(f"bench-{readers}", "execute-snapshot", ("public.items",), "incremental",
+                                  chunk_size=8192))  # fmt: skip
                 ops0 = writer.ops
-                seconds, peak = measured(cmd)
+                seconds, peak = measured(cli("snapshot", "run", "--source", url, "--landing", str(landing),
+                                             "--once", "--readers", str(readers)))  # fmt: skip
                 size = sum(f.stat().st_size for f in landing.rglob("*") if f.is_file())
                 shutil.rmtree(landing, ignore_errors=True)
-                drop_slot(pg.url, f"bench_{i}")
-                alone = ""
-                if how[0] == "debezium":  # the same connector and settings, landing nothing
-                    bare = connector_alone(url, store, f"bench_{i}_alone", how[1:], n)
-                    rows_out.append(bare)
-                    alone = f"; {bare['seconds'] / seconds:.2f} of the connector alone's rate"
                 rows_out.append({
-                    "measure": label, "items": n, "seconds": seconds, "rate": n / seconds,
-                    "reference": f"{t_copy / seconds:.3f} of COPY{alone}; peak RSS {peak / 2**20:.0f} MiB; "
+                    "measure": f"engine, {readers} reader(s)", "items": n, "seconds": seconds, "rate": n / seconds,
+                    "reference": f"{t_copy / seconds:.3f} of COPY; peak RSS {peak / 2**20:.0f} MiB; "
                                  f"{writer.ops - ops0:,} writer updates; {size / 1e6:.0f} MB landed",
                 })  # fmt: skip
+            settings = [
+                ("Debezium, defaults (chunk 1024, poll 500 ms)", ["1024", "500"]),
+                ("Debezium, tuned (chunk 8192, poll 10 ms)", ["8192", "10"]),
+                # without schemas: ingest then types the collections from the catalog (`ingest --source`)
+                ("Debezium, tuned, no schemas", ["8192", "10", *NO_SCHEMAS]),
+            ]
+            for i, (label, how) in enumerate(settings):
+                rows_out += debezium_rows(label, url, store, i, how, n, args.rounds, writer, t_copy)
             t_copy_after = copy_reference(pg.url)
         finally:
             writer.stop.set()
@@ -152,7 +199,7 @@ def main() -> None:
     rows_out.append({"measure": f"  reference: COPY (SELECT ... ORDER BY id), {n:,} rows, writer running",
                      "items": n, "seconds": t_copy, "rate": n / t_copy,
                      "reference": f"again at the end: {n / t_copy_after:,.0f} rows/s"})  # fmt: skip
-    report("debezium", rows_out, {"rows": n, "writer_updates_per_second": args.writes})
+    report("debezium", rows_out, {"rows": n, "writer_updates_per_second": args.writes, "rounds": args.rounds})
     print("(every figure includes its process start; Debezium's includes the JVM's, see the reference line)")
 
 
