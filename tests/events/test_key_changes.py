@@ -70,3 +70,31 @@ def test_without_delivery_offsets_the_pair_shares_its_sequence_position() -> Non
         orjson.dumps({"key": {"id": 2}, "value": _change("c", None, {"id": 2}, move)}),
     ]
     assert [p for _, _, p, _ in _positions(lines)] == [(1500, 2000, 0), (1500, 2000, 1)]
+
+
+def test_a_key_change_cut_between_two_batch_files_is_paired_from_the_line_carried_over() -> None:
+    """A batch can end after a key change's delete; ``capture debezium`` then starts the next file
+    with that delete in a ``follows`` line, and ingest, parsing each file alone, pairs the create."""
+    from cdc_backfill.capture.debezium_landing import follows_line
+
+    move = _source(lsn=900, tx=7)
+    first = [
+        _landed(4, {"id": 1}, _change("u", None, {"id": 1, "doc": "x"}, _source(800, 6))),
+        _landed(5, {"id": 1}, _change("d", {"id": 1}, None, move)),
+    ]
+    carried = follows_line(b"\n".join(first) + b"\n")
+    assert carried.startswith(b'{"follows":') and carried.endswith(b"}\n")
+    second = [
+        carried.rstrip(b"\n"),
+        _landed(6, {"id": 2}, _change("c", None, {"id": 2, "doc": UNAVAILABLE}, move)),
+        _landed(7, {"id": 3}, _change("c", None, {"id": 3, "doc": "y"}, _source(1000, 8))),
+    ]
+    assert _positions(first)[1] == ("d", {"id": 1}, (0, 5, 0), ())
+    assert _positions(second) == [
+        ("c", {"id": 2}, (0, 5, 1), ("doc",)),  # the delete's position, as within one file
+        ("c", {"id": 3}, (0, 7), ()),
+    ]
+    # without the carried line it stays unpaired (its row is then re-read)
+    assert _positions(second[1:])[0] == ("c", {"id": 2}, (0, 6), ("doc",))
+    # a file ending in anything but a delete carries nothing
+    assert follows_line(b"\n".join(first[:1]) + b"\n") == b""

@@ -30,6 +30,7 @@ from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_pro
 from cdc_backfill.capture.debezium_drain import drain_marker_in, is_drain_marker
 from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
+    follows_line,
     land_batch,
     land_lines,
     last_batch,
@@ -172,7 +173,9 @@ class DebeziumCapture:
         self.summary = CaptureSummary()
         last = last_batch(self.landing)  # the landing listed once: offsets, deduplication, notifications
         self._next = last[0] + 1 if last else 0
-        self._dedup = Deduplicator.from_file(last[1] if last else None)
+        landed = last[1].read_bytes() if last else b""
+        self._dedup = Deduplicator.from_file(landed)
+        self._follows = follows_line(landed)  # the next file's first line: a key change's delete
         self._marker: str | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()  # a stop waits for the batch being landed and committed
@@ -240,10 +243,12 @@ class DebeziumCapture:
         if not self.lands and not any(d.endswith(MESSAGE_TOPIC_SUFFIX) for d in destinations):
             return [], notes, n, None, False
         if self.lands and not self._dedup.checking:
-            lines = self._reader.lines(data, self._next)
-            if lines.count(b"\n") == n + self._schemas:  # else a converter pretty-prints: made compact below
+            lines = self._reader.lines(data, self._next, self._follows)
+            # else a converter pretty-prints: made compact below
+            if lines.count(b"\n") == n + self._schemas + bool(self._follows):
                 path = land_lines(self.landing, lines, self._next, n)
                 self._next += n
+                self._follows = follows_line(lines) if path is not None else self._follows
                 return [], notes, n, path, self._marker is not None and drain_marker_in(lines, self._marker)
         pairs = self._reader.read(data)
         fresh, path = self._land(pairs)
@@ -256,8 +261,9 @@ class DebeziumCapture:
             return pairs, None
         fresh = self._dedup.fresh(pairs)
         push_engine_files(self.landing, self._pushed)  # the offsets of the batches before
-        path = land_batch(self.landing, fresh, self._next)
+        path, written = land_batch(self.landing, fresh, self._next, self._follows)
         self._next += len(fresh)
+        self._follows = follows_line(written) if path is not None else self._follows
         return fresh, path
 
     def _on_done(self, success: bool, message: str | None, error: Any) -> None:

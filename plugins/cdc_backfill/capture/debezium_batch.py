@@ -221,10 +221,10 @@ class BatchReader:
             for k, v, kr, vr in zip(keys, values, refs["key"], refs["value"], strict=True)
         ]
 
-    def lines(self, records: Any, first: int) -> bytes:
+    def lines(self, records: Any, first: int, prelude: bytes = b"") -> bytes:
         """The batch file of ``records`` from delivery offset ``first`` (``batch_lines``'s lines, each
         ending in a newline; with ``schemas``, SCHEMA_RECIPE's after a :func:`schema_header`), built in
-        the JVM and handed over as UTF-8 bytes."""
+        the JVM and handed over as UTF-8 bytes; ``prelude``'s lines before the records'."""
         mh, mt = self._mh, self._mt
         get = self._at(records)
         offset = mh.insertArguments(self._add, 0, self._objects([self._jpype.JLong(first)]))
@@ -246,7 +246,7 @@ class BatchReader:
             self._int_function, line.asType(mt.methodType(self._object, self._int))
         )
         text = self._range(0, int(records.size())).mapToObj(per_index).collect(self._file)
-        return header + bytes(memoryview(text.getBytes(self._utf8)))
+        return header + prelude + bytes(memoryview(text.getBytes(self._utf8)))
 
     def value_at(self, records: Any, index: int) -> str | None:
         value = records.get(index).value()

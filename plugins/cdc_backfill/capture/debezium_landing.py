@@ -86,14 +86,14 @@ class Deduplicator:
         self._seen = seen
 
     @classmethod
-    def from_file(cls, last: Path | None) -> Deduplicator:
-        """Skipping the records of ``last``, the landing's last batch file (None: nothing to skip)."""
+    def from_file(cls, last: bytes | None) -> Deduplicator:
+        """Skipping the records of ``last``, the bytes of the landing's last batch file (None: nothing
+        to skip)."""
         seen: set[str] = set()
-        if last is not None:
-            for line in last.read_text().splitlines():
-                if line.strip() and not line.startswith('{"schemas":'):  # the file's schema line
-                    doc = json.loads(line)
-                    seen.add(record_identity(doc.get("key"), doc.get("value")))
+        for line in (last or b"").splitlines():
+            if line.strip() and not line.startswith(NOT_RECORDS):
+                doc = json.loads(line)
+                seen.add(record_identity(doc.get("key"), doc.get("value")))
         return cls(seen)
 
     @property
@@ -110,6 +110,24 @@ class Deduplicator:
                 self._seen = set()
                 return records[i:]
         return []
+
+
+# A batch file's lines that are no record of it: its schema line, and the record before it (follows_line)
+NOT_RECORDS = (b'{"schemas":', b'{"follows":')
+
+
+def follows_line(data: bytes) -> bytes:
+    """The line that carries a batch file's last record into the next file, when it may be the delete
+    of a key change (pure; empty otherwise). Debezium delivers a key change as a delete then a create;
+    a batch can end between them, and ``ingest`` parses each file alone: with the delete before it,
+    the next file's first create is paired as in one file (``events.positions.PgStream``). Only what
+    the pairing reads is carried: the delete's key, value and offset, without schemas."""
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    if b'"op":"d"' not in last or last.startswith(NOT_RECORDS):
+        return b""
+    doc = json.loads(last)
+    record = {k: _payload(doc.get(k)) for k in ("partition", "offset", "key", "value") if k in doc}
+    return b'{"follows":' + json.dumps(record, separators=(",", ":")).encode() + b"}\n"
 
 
 def batch_lines(records: Iterable[tuple[str | None, str | None]], first: int) -> list[str]:
@@ -135,12 +153,16 @@ def _one_line(doc: str | None) -> str:
     return doc
 
 
-def land_batch(landing: Path, records: list[tuple[str | None, str | None]], first: int) -> Path | None:
+def land_batch(
+    landing: Path, records: list[tuple[str | None, str | None]], first: int, follows: bytes = b""
+) -> tuple[Path | None, bytes]:
     """Land one batch durably from delivery offset ``first`` (:func:`next_offset` once, then the
-    caller counts); returns its file (None for an empty batch)."""
+    caller counts), after ``follows`` (:func:`follows_line` of the file before); returns its file (None
+    for an empty batch) and its bytes."""
     if not records:
-        return None
-    return land_lines(landing, ("\n".join(batch_lines(records, first)) + "\n").encode(), first, len(records))
+        return None, b""
+    data = follows + ("\n".join(batch_lines(records, first)) + "\n").encode()
+    return land_lines(landing, data, first, len(records)), data
 
 
 def land_lines(landing: Path, data: bytes, first: int, count: int) -> Path | None:

@@ -50,6 +50,15 @@ def schema_line(record: Any) -> dict[str, Any] | None:
     return None
 
 
+def follows(record: Any) -> dict[str, Any] | None:
+    """The record a batch file's ``follows`` line carries: the last record of the file before it,
+    which ``capture debezium`` repeats when it may be a key change's delete, so that a create starting
+    this file pairs with it (pure; None for any other record). It is no event of this file."""
+    if isinstance(record, dict) and len(record) == 1 and isinstance(record.get("follows"), dict):
+        return record["follows"]
+    return None
+
+
 def with_schemas(record: Any, schemas: Mapping[str, Any]) -> Any:
     """A record naming its key's and value's schemas by id, as the converter writes it with them:
     each part in its ``{schema, payload}`` wrapper (pure; any other record as it is)."""

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
-from cdc_backfill.events.debezium import parse_debezium, schema_line, with_schemas
+from cdc_backfill.events.debezium import follows, parse_debezium, schema_line, with_schemas
 from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
 from cdc_backfill.events.positions import PgStream
 from cdc_backfill.lakepath import S3Path, lake_path
@@ -83,7 +83,8 @@ def parse_lines(
 ) -> Iterator[tuple[int, list[ChangeEvent] | Quarantined]]:
     """(line number, events or the quarantine entry) for each non-blank line of a JSON-lines file, read
     as one stream in delivery order. A schema line is no record: it defines the schemas later lines
-    name (``events.debezium.schema_line``), gathered into ``schemas`` when the caller gives one."""
+    name (``events.debezium.schema_line``), gathered into ``schemas`` when the caller gives one. Nor is a
+    ``follows`` line: the record before the file, read for its place only (``events.debezium.follows``)."""
     order = PgStream()
     schemas = {} if schemas is None else schemas
     for lineno, line in enumerate(lines, start=1):
@@ -95,6 +96,10 @@ def parse_lines(
             if defined is not None:
                 schemas.update(defined)
                 continue
+            before = follows(record)
+            if before is not None:  # the file before's last record: placed, not yielded
+                _place(before, options, order)
+                continue
             yield lineno, parse_record(with_schemas(record, schemas), options, order=order)
         except ParseError as exc:
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
@@ -104,6 +109,15 @@ def parse_lines(
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
             reason = f"unexpected shape: {type(exc).__name__}: {exc}"
             yield lineno, Quarantined(reason, file, lineno, text.rstrip("\n")[:RECORD_EXCERPT])
+
+
+def _place(record: dict[str, Any], options: ParseOptions, order: PgStream) -> None:
+    """Read a record only for its place in the stream (a key change's delete a file ends with): a
+    record that does not parse leaves the next create unpaired, and it is then re-read, as before."""
+    try:
+        parse_record(record, options, order=order)
+    except (ParseError, KeyError, TypeError, ValueError, AttributeError):
+        pass
 
 
 def iter_file(

@@ -94,7 +94,9 @@ class PgStream:
     create of the new one (a tombstone between), both with that record's ``lsn`` and ``txId``. Like the
     native capture (docs/design.md §6 rule 8) the delete takes element 0 after its position and the
     create element 1 after the same position, so the reconcile pairs them and the create's unchanged
-    TOAST columns carry; a create whose delete came in an earlier file stays unpaired (re-read).
+    TOAST columns carry. A create whose delete came in an earlier file pairs when the file starts with
+    that delete (``capture debezium`` writes it, ``events.debezium.follows``); otherwise it stays
+    unpaired and its row is re-read.
 
     After a connector restart the first transaction's ``sequence[0]`` (the commit LSN of the transaction
     before it) is null. Taken as 0 it would sort before everything, and a delete after the restart could
