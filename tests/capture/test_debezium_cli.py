@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -22,7 +21,7 @@ from cdc_backfill.capture.debezium import DebeziumCapture, DebeziumCaptureError
 from cdc_backfill.capture.debezium_landing import record_identity
 from cdc_backfill.signals.store import SignalStore
 from tests.support.cli import cli
-from tests.support.debezium import dbz_drain, require_engine, settings
+from tests.support.debezium import dbz_drain, landed_records, require_engine, settings
 from tests.support.pg import plain_url, sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.debezium]
@@ -174,10 +173,10 @@ def test_a_batch_landed_but_not_committed_is_not_landed_twice(
     land = capture_module.land_batch
 
     def land_then_die(*a, **kw):  # type: ignore[no-untyped-def]
-        path = land(*a, **kw)
+        path, data = land(*a, **kw)
         if path is not None:
             raise OSError("disk gone after the rename (a crash before the commit)")
-        return path
+        return path, data
 
     monkeypatch.setattr(capture_module, "land_batch", land_then_die)
     sql(table, "UPDATE t SET v = 'x' || id")
@@ -189,16 +188,6 @@ def test_a_batch_landed_but_not_committed_is_not_landed_twice(
     seen = [record_identity(d.get("key"), d.get("value")) for d in landed_records(landing)]
     assert len(seen) == len(set(seen)), "a record landed twice"
     assert sum('"op":"u"' in i for i in seen) == 20
-
-
-def landed_records(landing: Any) -> list[dict]:
-    import json
-
-    return [
-        json.loads(line)
-        for p in sorted((landing / "stream").glob("dbz-*.jsonl"))
-        for line in p.read_text().splitlines()
-    ]
 
 
 def test_a_source_that_goes_away_mid_run_ends_it_with_the_reason(table: str, tmp_path: Path) -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.capture.debezium import DebeziumCapture
-from cdc_backfill.capture.debezium_landing import notifications_file, waiting_batches
+from cdc_backfill.capture.debezium_landing import notifications_file
 from cdc_backfill.cli.main import main
 from cdc_backfill.signals.store import SignalStore
-from tests.support.debezium import dbz_drain, require_engine, settings
+from tests.support.debezium import dbz_drain, landed_records, require_engine, settings
 from tests.support.pg import plain_url, sql
 
 pytestmark = [pytest.mark.pg, pytest.mark.debezium]
@@ -29,12 +29,11 @@ def reported(landing: Path) -> list[str]:
 def signal_rows(landing: Path) -> list[tuple[str, str]]:
     """(id, type) of each row inserted into the signal table, in the order Debezium delivered them."""
     rows = []
-    for batch in waiting_batches(landing):
-        for line in batch.read_text().splitlines():
-            value = json.loads(line)["value"] or {}
-            payload = value.get("payload", value)
-            if payload.get("op") == "c" and (payload.get("source") or {}).get("table") == "cdc_signal":
-                rows.append((payload["after"]["id"], payload["after"]["type"]))
+    for record in landed_records(landing):
+        value = record["value"] or {}
+        payload = value.get("payload", value)
+        if payload.get("op") == "c" and (payload.get("source") or {}).get("table") == "cdc_signal":
+            rows.append((payload["after"]["id"], payload["after"]["type"]))
     return rows
 
 

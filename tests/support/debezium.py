@@ -3,15 +3,19 @@ written through SQLAlchemy, a capture stopped part-way (a restart in the middle 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture, engine_available
 from cdc_backfill.capture.debezium_config import DebeziumSettings
 from cdc_backfill.capture.debezium_drain import pg_marker_writer
 from cdc_backfill.capture.debezium_landing import read_notifications
+from cdc_backfill.events.debezium import follows, schema_line, with_schemas
 from tests.support.pg import plain_url
 
 
@@ -44,8 +48,9 @@ def dbz_drain(
 def run_until(
     s: DebeziumSettings, done: Callable[[DebeziumCapture], bool], limit_s: float = 120.0
 ) -> CaptureSummary:
-    """Follow until ``done(capture)``, then stop: a connector stopped part-way (fails after ``limit_s``)."""
-    cap = DebeziumCapture(s)
+    """Follow until ``done(capture)``, then stop: a connector stopped part-way, right after the batch
+    that made ``done`` true (fails after ``limit_s``)."""
+    cap = DebeziumCapture(s, after_batch=lambda c: c.stop() if done(c) else None)
     out: list[CaptureSummary] = []
     thread = threading.Thread(target=lambda: out.append(cap.run(drain=False)), daemon=True)
     thread.start()
@@ -65,7 +70,10 @@ def run_until_reads(s: DebeziumSettings, reads: int, limit_s: float = 120.0) -> 
 
 
 def run_until_a_chunk(s: DebeziumSettings, sid: str, limit_s: float = 120.0) -> CaptureSummary:
-    """Follow until Debezium reported a chunk of snapshot ``sid`` read (IN_PROGRESS), then stop."""
+    """Follow until Debezium reported a chunk of snapshot ``sid`` read (IN_PROGRESS), then stop. Its
+    batches hold a chunk at most: a batch of its default size could hold the whole snapshot of a small
+    table, which would then end before the stop."""
+    s = replace(s, extra={**s.extra, "max.batch.size": str(s.chunk_size)})
 
     def chunk_read(_: DebeziumCapture) -> bool:
         return any(
@@ -73,3 +81,19 @@ def run_until_a_chunk(s: DebeziumSettings, sid: str, limit_s: float = 120.0) -> 
         )
 
     return run_until(s, chunk_read, limit_s)
+
+
+def landed_records(landing: Any) -> list[dict]:
+    """The records ``capture debezium`` landed in ``stream/``, in order, each key and value in its
+    ``{schema, payload}`` wrapper as the converter writes it (a file's schema and ``follows`` lines are
+    no records of it)."""
+    out = []
+    for p in sorted((landing / "stream").glob("dbz-*.jsonl")):
+        schemas: dict = {}
+        for line in p.read_text().splitlines():
+            record = json.loads(line)
+            if (defined := schema_line(record)) is not None:
+                schemas.update(defined)
+            elif follows(record) is None:
+                out.append(with_schemas(record, schemas))
+    return out

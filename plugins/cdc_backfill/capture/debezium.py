@@ -158,9 +158,17 @@ class DebeziumCapture:
     read out of the JVM and committed, nothing landed: what ``bench.debezium`` measures the landing
     against; never for a landing anyone reads)."""
 
-    def __init__(self, settings: DebeziumSettings, lands: bool = True) -> None:
+    def __init__(
+        self,
+        settings: DebeziumSettings,
+        lands: bool = True,
+        after_batch: Callable[[DebeziumCapture], None] | None = None,
+    ) -> None:
+        """``after_batch``: called in the engine's thread once each batch is landed and committed,
+        before the next is taken (a :meth:`stop` there ends the run at that exact batch)."""
         self.settings = settings
         self.lands = lands
+        self._after_batch = after_batch
         self._reader: BatchReader | None = None
         self.landing = lake_path(settings.landing)
         self.properties = connector_properties(settings)
@@ -225,6 +233,8 @@ class DebeziumCapture:
             if marker:
                 log.info("drain marker landed: stopping")
                 self._stop.set()
+            if self._after_batch is not None:
+                self._after_batch(self)
         except BaseException as exc:  # reported by run(); the batch stays uncommitted
             self._failure = exc
             self._stop.set()
