@@ -156,16 +156,13 @@ def connector_errors(properties: dict[str, str]) -> dict[str, list[str]]:
 class DebeziumCapture:
     """Debezium's embedded engine landing what it emits (``lands=False``: the connector alone, each batch
     read out of the JVM and committed, nothing landed: what ``bench.debezium`` measures the landing
-    against; never for a landing anyone reads)."""
+    against; never for a landing anyone reads). ``after_batch``: called in the engine's thread once each
+    batch is landed and committed, before the next is taken (a :meth:`stop` there ends the run at that
+    exact batch)."""
 
     def __init__(
-        self,
-        settings: DebeziumSettings,
-        lands: bool = True,
-        after_batch: Callable[[DebeziumCapture], None] | None = None,
+        self, settings: DebeziumSettings, lands: bool = True, after_batch: Callable[..., None] | None = None
     ) -> None:
-        """``after_batch``: called in the engine's thread once each batch is landed and committed,
-        before the next is taken (a :meth:`stop` there ends the run at that exact batch)."""
         self.settings = settings
         self.lands = lands
         self._after_batch = after_batch

@@ -26,6 +26,8 @@ SEPARATOR = "\0"
 _NULL = "null"  # how Java writes a null: for a key or a value it means what JSON's null means
 # A batch file's line (debezium_landing.batch_lines), \1 where each argument goes: offset, key, value.
 LINE_RECIPE = '{"partition":0,"offset":\1,"key":\1,"value":\1}'
+# Schema objects remembered at most: a connector keeps one per table until the table changes
+MAX_SCHEMAS = 4096
 # The same with the key's and the value's schema ids (quoted JSON strings, or null) after them.
 SCHEMA_RECIPE = '{"partition":0,"offset":\1,"key":\1,"value":\1,"key_schema":\1,"value_schema":\1}'
 
@@ -176,6 +178,9 @@ class BatchReader:
     def _register(self, records: Any) -> dict[str, str]:
         """id -> JSON of the schemas ``records`` name; a schema met for the first time gets its id."""
         mh, mt = self._mh, self._mt
+        if self._ids.size() > MAX_SCHEMAS:  # a connector making schema objects anew: ids are recomputed
+            self._ids.clear()
+            self._json.clear()
         seen = self._identity_set(self._identity_map())
         at, add = self._at(records), self._set_add.bindTo(seen)
         for of in self._schema_of.values():
