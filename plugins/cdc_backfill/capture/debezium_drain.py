@@ -49,6 +49,11 @@ def pg_marker_writer(url: str) -> Callable[[str, str], None]:
 
     def emit(prefix: str, content: str) -> None:
         with engine.begin() as conn:
-            conn.execute(sa.text("SELECT pg_logical_emit_message(true, :p, :c)"), {"p": prefix, "c": content})
+            # Not transactional: Debezium 3.6 restarted from offsets whose last event is a transactional
+            # message can resume past the changes after it (a drain ends on its marker); after a
+            # non-transactional one it resumes from the first position the slot sends
+            conn.execute(
+                sa.text("SELECT pg_logical_emit_message(false, :p, :c)"), {"p": prefix, "c": content}
+            )
 
     return emit
