@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cdc_backfill.capture.debezium_config import engine_folder
+from cdc_backfill.events.debezium import unwrap
 from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import LakePath, S3Path
 from cdc_backfill.layout import debezium_dir, ingested_stream_dir, stream_dir
@@ -63,18 +64,11 @@ def record_identity(key: object, value: object) -> str:
     """What makes a delivered record the same record when Debezium delivers it again (pure): its key
     and value without their schemas and the envelope's processing time (``ts_ms``/``ts_us``/``ts_ns``
     beside ``op``; the source's own times stay)."""
-    key, doc = _payload(key), _payload(value)
+    # without the {schema, payload} wrapper: a record lands with its schema inline or named by id
+    key, doc = unwrap(key)[1], unwrap(value)[1]
     if isinstance(doc, dict):
         doc = {k: v for k, v in doc.items() if k not in ("ts_ms", "ts_us", "ts_ns")}
     return json.dumps([key, doc], sort_keys=True, separators=(",", ":"))
-
-
-def _payload(part: object) -> object:
-    """A key or value without its ``{schema, payload}`` wrapper: a record lands with its schema inline
-    or named by id (``debezium_batch``), and is the same record either way."""
-    if isinstance(part, dict) and "payload" in part and "schema" in part and len(part) == 2:
-        return part["payload"]
-    return part
 
 
 class Deduplicator:
@@ -126,7 +120,7 @@ def follows_line(data: bytes) -> bytes:
     if b'"op":"d"' not in last or last.startswith(NOT_RECORDS):
         return b""
     doc = json.loads(last)
-    record = {k: _payload(doc.get(k)) for k in ("partition", "offset", "key", "value") if k in doc}
+    record = {k: unwrap(doc.get(k))[1] for k in ("partition", "offset", "key", "value") if k in doc}
     return b'{"follows":' + json.dumps(record, separators=(",", ":")).encode() + b"}\n"
 
 
