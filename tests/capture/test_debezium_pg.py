@@ -6,14 +6,24 @@ state equals the source row for row and by ``verify``."""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from cdc_backfill.capture.debezium_landing import read_notifications
 from cdc_backfill.cli.main import main
 from cdc_backfill.signals.store import SignalStore
-from tests.support.debezium import dbz_drain, require_engine, run_until_reads, settings
+from tests.support.debezium import (
+    dbz_drain,
+    landed_records,
+    require_engine,
+    run_until,
+    run_until_reads,
+    settings,
+)
 from tests.support.judge import assert_state_is_source, overlap
 from tests.support.pg import plain_url, send
 from tests.support.tamper import corrupt_one_row
@@ -65,6 +75,38 @@ def test_debezium_snapshot_under_writers_with_a_restart(
         assert code == 0, capsys.readouterr().out
     if watermarking == "insert_insert":
         verify_a_debezium_landing_while_writing(url, s, tmp_path, capsys)
+
+
+def test_a_stop_right_after_a_snapshot_notification_loses_no_record(
+    spark, fresh_db: str, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Debezium sends a snapshot's STARTED (and its first IN_PROGRESS) while it handles the signal row,
+    under that row's offset, before it delivers the row itself. Batches of one record each, and a stop
+    right after the one that held STARTED: the signal row has not been delivered yet, and must come
+    after the restart (had the capture committed the notification's offset, it never would: the
+    snapshot's start would be missing from the stream, and with it the phantom removal)."""
+    require_engine()
+    seed(fresh_db, orders=200, lines=10)
+    s = settings(fresh_db, tmp_path / "lake", ("public.orders",), chunk_size=20)
+    SignalStore(fresh_db).init()
+    dbz_drain(fresh_db, s)
+    sid = send(fresh_db, "public\\.orders")
+    one = replace(s, extra={**s.extra, "max.batch.size": "1"})
+    run_until(one, lambda cap: any(n.get("id") == sid for n in read_notifications(s.landing)))
+    assert dbz_drain(fresh_db, s, until=(sid,)).snapshots == {sid: "COMPLETED"}
+    signal_rows = [
+        r["value"]["payload"]["after"]["id"]
+        for r in landed_records(s.landing)
+        if r["value"]["payload"].get("op") == "c" and r["value"]["payload"]["source"]["table"] == "cdc_signal"
+    ]
+    assert sid in signal_rows, signal_rows
+    # the snapshot started again from its row: its phantom rule has its start, and it decided
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest", "--landing", "lake"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    run = json.loads(sorted((tmp_path / "state" / "_runs").glob("*.json"))[-1].read_text())
+    assert run["collections"]["public.orders"]["snapshots"][sid] == "rows before its start removed", run
+    assert_state_is_source(fresh_db, tmp_path / "state", ("public.orders",))
 
 
 def reread_through_debezium(url: str, s, capsys) -> None:  # type: ignore[no-untyped-def]

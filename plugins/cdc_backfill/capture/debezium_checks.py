@@ -17,10 +17,10 @@ from cdc_backfill.capture.debezium import (
     CaptureSummary,
     DebeziumCapture,
     DebeziumRefused,
-    engine_available,
 )
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_drain import pg_marker_writer
+from cdc_backfill.capture.debezium_jvm import engine_available
 from cdc_backfill.capture.debezium_landing import (
     next_offset,
     read_notifications,
