@@ -49,9 +49,8 @@ def pg_marker_writer(url: str) -> Callable[[str, str], None]:
 
     def emit(prefix: str, content: str) -> None:
         with engine.begin() as conn:
-            # Not transactional: Debezium 3.6 restarted from offsets whose last event is a transactional
-            # message can resume past the changes after it (a drain ends on its marker); after a
-            # non-transactional one it resumes from the first position the slot sends
+            # Not transactional, as the native capture's drain marker: decoded at its own position,
+            # after every transaction that committed before it
             conn.execute(
                 sa.text("SELECT pg_logical_emit_message(false, :p, :c)"), {"p": prefix, "c": content}
             )
