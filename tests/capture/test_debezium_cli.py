@@ -227,6 +227,7 @@ def test_a_source_that_goes_away_mid_run_ends_it_with_the_reason(table: str, tmp
     admin.dispose()
     thread.join(120)
     assert out and isinstance(out[0], DebeziumCaptureError), out
-    assert "stopped on its own" in str(out[0]) and "not currently accepting connections" in str(out[0]), out[
-        0
-    ]
+    # the reason, whichever way the connector met the source's end: its connection cut (while its task
+    # was still starting, under load), or its retry refused
+    reasons = ("not currently accepting connections", "terminating connection due to administrator command")
+    assert "stopped on its own" in str(out[0]) and any(r in str(out[0]) for r in reasons), out[0]
