@@ -20,6 +20,7 @@ from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session
+from cdc_backfill.state.table import StateError
 
 log = logging.getLogger("cdc_backfill.reconcile")
 
@@ -57,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     except (LandingError, ColumnsError, InputError) as exc:
         log.error("%s", exc)
         return 2
+    except StateError as exc:  # a state that cannot be read, or another run committed first
+        log.error("%s", exc)
+        return 1
     finally:
         spark.stop()
     print(json.dumps(summary))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,16 @@ def test_reconcile_job_writes_versioned_states_equal_to_the_source(fresh_db: str
     assert state_version(state, "public.orders").version == 1
     assert [h["version"] for h in StateTable(state, "public.orders").history()] == [0, 1]
     assert all(Path(f).is_file() for f in current_version(state, "public.orders", version=0).files)
+    # a state whose table cannot be read: one line naming it, exit 1, no traceback, nothing written
+    broken = tmp_path / "broken"
+    shutil.copytree(state, broken)
+    (broken / "public.orders" / "_delta_log" / "00000000000000000000.json").write_text("not json\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", "reconcile", "--landing", str(landing), "--state", str(broken)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert "public.orders: cannot read its log of the state table" in res.stderr, res.stderr[-3000:]
+    assert sorted(p.name for p in (broken / "_runs").iterdir()) == sorted(
+        p.name for p in (state / "_runs").iterdir()
+    )
