@@ -32,6 +32,7 @@ from cdc_backfill.reconcile.columns import collection_columns, landed_collection
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
+from cdc_backfill.spark.local import empty_frame
 from cdc_backfill.spark.session import size_shuffle
 from cdc_backfill.state.migrate import migrate
 from cdc_backfill.state.spark.frames import write_version
@@ -189,7 +190,7 @@ def run_rows(
     for coll, target in ((run.collection, log_schema(columns)), (signal_table, signal_schema())):
         paths = collection_log_files(landing, coll, log_files)
         if not paths:
-            out.append(spark.createDataFrame([], target))
+            out.append(empty_frame(spark, target))
             continue
         doc = read_schema(landing, coll)
         if doc is None:

@@ -46,6 +46,7 @@ from cdc_backfill.reconcile.spark.winners import (
 )
 from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
+from cdc_backfill.spark.local import empty_frame
 from cdc_backfill.spark.positions import key_literal
 
 ROW_OPS = ("c", "u", "d", "r")
@@ -287,7 +288,7 @@ def reconcile_parts(
     for p in parts[1:]:
         merged = merged.unionByName(p)
     if key_changes:
-        some = truncs if truncs is not None else stream.sparkSession.createDataFrame([], "position binary")
+        some = truncs if truncs is not None else empty_frame(stream.sparkSession, "position binary")
         merged = with_key_change_fills(merged, stream, some, columns, key, FILL_ONLY_PRIORITY)
     keys = merged_keys(merged, truncs, columns, key, left_out)
     if untouched is not None:

@@ -36,6 +36,7 @@ from cdc_backfill.reconcile.spark.merge import (
 )
 from cdc_backfill.reconcile.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
 from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
+from cdc_backfill.spark.local import local_frame
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion
@@ -149,7 +150,7 @@ def reconcile_run(
     found = with_marks(windows(new_signals), new_signals, run.collection, executes=run.debezium is not None)
     window_rows, marks = split_marks(found.collect(), run.collection)
     # a local relation from here on: the judgement, the carry and the counts do not find them again
-    wins = spark.createDataFrame(window_rows, found.schema).drop(MARK)
+    wins = local_frame(spark, window_rows, found.schema).drop(MARK)
     stream = typed_stream(new_rows, columns, key)
     snapshots = judge_snapshots(run, window_rows, marks, columns, key, position_of(totals["top"]), manifests)
     previous, replaced, kept_rows = frames.previous, None, 0
@@ -179,7 +180,7 @@ def reconcile_run(
     counts = run_counts(totals, snapshots, reads_total, reads_judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
-    carried = carry(new_rows, new_signals, spark.createDataFrame(pending, found.schema)) if pending else None
+    carried = carry(new_rows, new_signals, local_frame(spark, pending, found.schema)) if pending else None
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
     return RunResult(state, carried, counts, counted, meta, replaced, kept_rows)
