@@ -106,6 +106,19 @@ def ingest_file_name(first: bytes, last: bytes, run: str, n: int) -> str:
     return f"p{first.hex()}-{last.hex()}-i{run}-{n:05d}.parquet"
 
 
+def log_file_span(name: str) -> tuple[bytes, bytes] | None:
+    """The first and last position keys a log file's name (:func:`log_file_name`,
+    :func:`ingest_file_name`) gives; None for a name of another form."""
+    stem = name.rsplit("/", 1)[-1]
+    if not stem.startswith("p") or not stem.endswith(".parquet"):
+        return None
+    parts = stem[1 : -len(".parquet")].split("-")
+    try:
+        return bytes.fromhex(parts[0]), bytes.fromhex(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def ingest_manifest_name(last: bytes, run: str) -> str:
     """An ingest's roll manifest: as a capture's, then the run (two runs may end at one position)."""
     return f"r{last.hex()}-i{run}.json"

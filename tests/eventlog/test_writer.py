@@ -10,7 +10,7 @@ import pytest
 
 from cdc_backfill.eventlog import writer as writer_module
 from cdc_backfill.eventlog.store import describe, log_files
-from cdc_backfill.eventlog.writer import LogWriter, landed_log_position
+from cdc_backfill.eventlog.writer import LogWriter, landed_log_position, roll_manifests
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.pgtypes import PgColumn
 
@@ -47,6 +47,12 @@ def test_a_roll_lands_every_collection_then_its_manifest(tmp_path: Path) -> None
         ((200, 21), "d", None, None, None),
     ]  # fmt: skip
     assert len(log_files(tmp_path, "public.tags")) == 1
+    # what the reconcile plans its run by, without a Spark job over the events
+    [manifest] = roll_manifests(tmp_path)
+    assert manifest["counts"] == {
+        "public.orders": {"c": 1, "u": 1, "d": 1, "r": 0, "t": 0, "left_out": 0, "unchanged": 1},
+        "public.tags": {"c": 1, "u": 0, "d": 0, "r": 0, "t": 0, "left_out": 0, "unchanged": 0},
+    }
     assert LogWriter(tmp_path, "again").rolls == 0 and len(log_files(tmp_path, "public.orders")) == 1  # kept
 
 

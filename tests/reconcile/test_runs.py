@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import rolls_dir
+from cdc_backfill.layout import log_file_name, rolls_dir
 from cdc_backfill.reconcile.runs import (
     RunInput,
     RunMeta,
@@ -59,3 +59,36 @@ def test_a_version_remembers_the_manifests_that_end_after_its_position(tmp_path:
     assert (unread.files, unread.events) == ([], 0)
     (rolls / f"r{position_key((10,)).hex()}.json").write_text(json.dumps({"files": ["s.t/v1/d.parquet"]}))
     assert landed_log_files(tmp_path, (7,)).unread(meta).files == ["s.t/v1/d.parquet"]
+
+
+def _manifest(rolls: Path, files: dict[str, tuple[tuple[int, ...], tuple[int, ...]]], counts: object) -> None:
+    """A roll manifest naming log files of the given collections and spans, with ``counts``."""
+    names = [f"{c}/v0001/{log_file_name(position_key(a), position_key(b))}" for c, (a, b) in files.items()]
+    last = max(b for _a, b in files.values())
+    doc = {"files": names, "position": list(last), "events": 1, **({"counts": counts} if counts else {})}
+    (rolls / f"r{position_key(last).hex()}.json").write_text(json.dumps(doc))
+
+
+def test_a_runs_totals_come_from_the_manifests_when_every_event_is_new(tmp_path: Path) -> None:
+    rolls = rolls_dir(tmp_path)
+    rolls.mkdir(parents=True)
+    zero = dict.fromkeys(["c", "u", "d", "r", "t", "left_out", "unchanged"], 0)
+    orders = {**zero, "c": 5, "u": 3, "d": 2, "r": 1, "t": 1, "left_out": 1, "unchanged": 2}
+    _manifest(rolls, {"public.orders": ((10, 1), (20, 1)), "public.cdc_signal": ((12, 1), (21, 1)),
+                      "public.tags": ((11, 1), (90, 1))}, {"public.orders": orders, "public.tags": {**zero, "c": 7}})  # fmt: skip
+    _manifest(rolls, {"public.orders": ((30, 1), (40, 1))}, {"public.orders": {**zero, "u": 4}})
+    totals = landed_log_files(tmp_path, (5, 1)).totals("public.orders", "public.cdc_signal", (5, 1))
+    assert totals == {
+        "top": position_key((40, 1)),  # the greatest of the collection's and the signal collection's
+        "late": 0, "applied": 15, "deletes": 2, "truncates": 1, "stream_reads": 1, "left_out": 1,
+        "unchanged": 2,
+    }  # fmt: skip
+    # a file that may hold events at or before the state's position: only Spark can tell which are late
+    assert landed_log_files(tmp_path, (12, 1)).totals("public.orders", "public.cdc_signal", (12, 1)) is None
+    assert landed_log_files(tmp_path).totals("public.tags", "public.cdc_signal", None) == {
+        **dict.fromkeys(["late", "deletes", "truncates", "stream_reads", "left_out", "unchanged"], 0),
+        "top": position_key((90, 1)), "applied": 7,
+    }  # fmt: skip
+    # a manifest written before manifests had counts: Spark counts
+    _manifest(rolls, {"public.tags": ((95, 1), (99, 1))}, None)
+    assert landed_log_files(tmp_path).totals("public.orders", "public.cdc_signal", None) is None

@@ -41,3 +41,21 @@ def land_snapshot_of(keys: int, enc: Encoder, landing: Path) -> Script:
     write_stream_file(landing, "1.jsonl", [r for _, r in records(s, enc)])
     write_chunk(landing, enc.collection, "c1", s.reads["c1"])
     return s
+
+
+def assert_manifest_totals_are_sparks(spark: Any, landing: Path, collection: str, signal: str) -> None:
+    """The run's totals the roll manifests give equal those Spark counts over the same log files."""
+    from cdc_backfill.reconcile.columns import collection_columns
+    from cdc_backfill.reconcile.runs import landed_log_files, plan_run
+    from cdc_backfill.reconcile.spark.job import run_rows
+    from cdc_backfill.reconcile.spark.runs import stream_totals
+
+    landed = landed_log_files(landing)
+    given = landed.totals(collection, signal, None)
+    assert given is not None, "the manifests have no counts"
+    columns, key = collection_columns(landing, collection)
+    rows, signals = run_rows(
+        spark, landing, plan_run(landing, collection, None), columns, key, signal, landed.files
+    )
+    counted = stream_totals(rows, signals, None)
+    assert {**counted, "top": bytes(counted["top"])} == given

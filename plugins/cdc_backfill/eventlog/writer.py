@@ -27,6 +27,7 @@ from cdc_backfill.eventlog.buffers import (
     position_key_array,
     repeated_string,
 )
+from cdc_backfill.eventlog.counts import COUNTS, event_counts
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
 from cdc_backfill.eventlog.store import write_events
 from cdc_backfill.events.positions import position_key
@@ -183,14 +184,15 @@ class LogWriter:
         if not self._events and not self._moved:
             return self.durable_end_lsn
         root = self.landing / LOG_DIR
-        files = []
+        files, counts = [], {}
         for collection, buf in self._buffers.items():
             if not buf.rows:
                 continue
             path = write_events(self.landing, collection, buf.version, self._table(buf), buf.in_order)
             if path is not None:
                 files.append(path.relative_to(root).as_posix())
-        manifest = {"files": files, "position": list(self._last), "events": self._events}
+                counts[collection] = event_counts(bytes(buf.ops), buf.unchanged)
+        manifest = {"files": files, "position": list(self._last), "events": self._events, COUNTS: counts}
         folder = rolls_dir(self.landing)
         folder.mkdir(parents=True, exist_ok=True)
         write_atomically(folder / roll_manifest_name(position_key(self._last)), json.dumps(manifest).encode())

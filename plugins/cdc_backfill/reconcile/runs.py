@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHANGED, valid_counts
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import STREAM_SUFFIXES, debezium_dir, rolls_dir, runs_dir, snapshot_dir, stream_dir
+from cdc_backfill.layout import (
+    STREAM_SUFFIXES,
+    debezium_dir,
+    log_file_span,
+    rolls_dir,
+    runs_dir,
+    snapshot_dir,
+    stream_dir,
+)
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
 from cdc_backfill.state.table import StateError, StateVersion, current_version
 
@@ -147,9 +157,11 @@ def next_meta(
 
 class LandedLog(NamedTuple):
     """The roll manifests after a position: each one's name (its last position's key, in hex), the log
-    files it names (relative to the log folder) and its events, of every collection."""
+    files it names (relative to the log folder) and its events, of every collection; and each one's
+    counts per collection, where it has them (``eventlog.counts``)."""
 
     manifests: dict[str, tuple[list[str], int]]
+    counts: Mapping[str, dict[str, dict[str, int]] | None] = MappingProxyType({})
 
     @property
     def files(self) -> list[str]:
@@ -161,7 +173,41 @@ class LandedLog(NamedTuple):
 
     def unread(self, meta: RunMeta) -> LandedLog:
         """The manifests a version with ``meta`` has not read."""
-        return LandedLog({m: v for m, v in self.manifests.items() if m not in meta.manifests})
+        kept = {m: v for m, v in self.manifests.items() if m not in meta.manifests}
+        return LandedLog(kept, {m: self.counts.get(m) for m in kept})
+
+    def totals(
+        self, collection: str, signal_table: str, position: Sequence[int] | None
+    ) -> dict[str, Any] | None:
+        """The run's totals (those ``reconcile.spark.runs.stream_totals`` counts) from the manifests'
+        counts, when each manifest has counts and each log file of ``collection`` and ``signal_table``
+        they name begins after ``position`` (so none of its events is late); else None: Spark counts."""
+        floor = position_key(tuple(position)) if position is not None else b""
+        top: bytes | None = None
+        own = dict.fromkeys(KEYS, 0)
+        for name, (files, _events) in self.manifests.items():
+            counts = self.counts.get(name)
+            if counts is None:
+                return None
+            for f in files:
+                if f.split("/", 1)[0] not in (collection, signal_table):
+                    continue
+                span = log_file_span(f)
+                if span is None or span[0] <= floor:
+                    return None
+                top = span[1] if top is None else max(top, span[1])
+            for k, n in counts.get(collection, {}).items():
+                own[k] += n
+        return {
+            "top": top,
+            "late": 0,
+            "applied": sum(own[op] for op in ROW_OPS),
+            "deletes": own["d"],
+            "truncates": own["t"],
+            "stream_reads": own["r"],
+            "left_out": own[LEFT_OUT],
+            "unchanged": own[UNCHANGED],
+        }
 
 
 def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> LandedLog:
@@ -172,12 +218,14 @@ def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> Lande
         return LandedLog({})
     floor = position_key(tuple(after)).hex() if after is not None else None
     out: dict[str, tuple[list[str], int]] = {}
+    counts: dict[str, dict[str, dict[str, int]] | None] = {}
     for manifest in sorted(folder.glob("r*.json")):
         if floor is not None and manifest.stem[1:] <= floor:
             continue
         doc = json.loads(manifest.read_text())
         out[manifest.stem[1:]] = (list(doc["files"]), int(doc.get("events", 0)))
-    return LandedLog(out)
+        counts[manifest.stem[1:]] = valid_counts(doc.get(COUNTS))
+    return LandedLog(out, counts)
 
 
 def last_landing(state: Path) -> Path | None:

@@ -21,7 +21,7 @@ from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import nothing_new
 from cdc_backfill.reconcile.spark.job import LandingError
 from cdc_backfill.state.table import StateTable
-from tests.support.runs import ingest_and_reconcile
+from tests.support.runs import assert_manifest_totals_are_sparks, ingest_and_reconcile
 from tests.support.scripts import (
     COLUMNS,
     ENCODERS,
@@ -69,6 +69,7 @@ def test_every_rule_in_every_format(spark, tmp_path: Path, fmt: str) -> None:  #
     land_all(script, enc, landing)
     info = reconcile(spark, landing, state, enc)
     assert state_rows(spark, state, enc) == script.truth
+    assert_manifest_totals_are_sparks(spark, landing, enc.collection, enc.signal)
     # READs dropped: 10, 16, 18 in a, and 11 when the format has TOAST
     dropped = 3 + enc.toast
     reads = sum(len(r) for r in script.reads.values())
@@ -89,6 +90,7 @@ def test_truncates_in_every_format_that_has_them(spark, tmp_path: Path, fmt: str
     info = reconcile(spark, landing, state, enc)
     assert state_rows(spark, state, enc) == script.truth
     assert (info["reads"], info["reads_dropped"], info["reads_applied"]) == (5, 3, 2)
+    assert_manifest_totals_are_sparks(spark, landing, enc.collection, enc.signal)
 
 
 @pytest.mark.parametrize("fmt", ["debezium-postgresql", "dataworks"])

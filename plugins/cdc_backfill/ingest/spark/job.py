@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import OPS, POSITION
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.eventlog.store import describe
@@ -51,11 +52,16 @@ def collection_totals(parsed: DataFrame) -> DataFrame:
     the greatest position, and the shapes of its events (``shape`` of the parser's rows). One small
     aggregate."""
     row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
+    op, left_out = F.col("op"), F.size("unchanged") > 0
     return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
         F.count_if(row).alias("events"),
         F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
         F.max("position").alias("last"),
         F.collect_set("shape").alias("shapes"),
+        # the manifest's counts (eventlog.counts), which the reconcile plans its run by
+        *[F.count_if(row & (op == o)).alias(o) for o in (*counts.ROW_OPS, "t")],
+        F.count_if(row & (op == "c") & left_out).alias(counts.LEFT_OUT),
+        F.count_if(row & op.isin("c", "u", "r") & left_out).alias(counts.UNCHANGED),
     )
 
 
@@ -244,6 +250,7 @@ def write_manifest(
         "files": written,
         "position": position,
         "events": summary["events"],
+        counts.COUNTS: {c: {k: totals[c][k] for k in counts.KEYS} for c in summary["collections"]},
         "origin": "ingest",
         "inputs": [i.to_dict() for i in inputs],
         "quarantined": summary["quarantined"],

@@ -141,9 +141,12 @@ def reconcile_one(
     if len(unread.manifests) < len(landed.manifests):
         fresh = run_rows(spark, landing, r, columns, key, signal_table, unread.files)
     frames = read_run(spark, r, columns, key, signal_table)
+    # the run's counts from the roll manifests, where they tell them: no Spark job over the new events
+    totals = landed.totals(r.collection, signal_table, r.meta.position)
     result = reconcile_run(
-        r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests, by_file=True
-    )
+        r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests, by_file=True,
+        totals=totals,
+    )  # fmt: skip
     log.info("%s: writing the state", r.collection)
     version = write_version(
         result.state, state_dir, r.collection, r.previous, result.info, carry=result.carry, meta=result.meta,

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -123,6 +124,7 @@ def reconcile_run(
     fresh: tuple[DataFrame, DataFrame] | None = None,
     manifests: Iterable[str] = (),
     by_file: bool = False,
+    totals: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Previous state + new log rows after its position + carry + READs not judged yet -> the next
     version. ``rows``/``signals``: the collection's and the signal collection's log rows of the roll
@@ -132,23 +134,33 @@ def reconcile_run(
 
     A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues
     one over the new log rows (position, counts, truncates), one for the windows (collected: the
-    signal rows are a few per chunk) and the state's write, which counts the state (and the READs
-    applied) as it goes. Runs with READ rows add a count of them per chunk.
+    signal rows are a few per chunk) and, with READ rows, a count of them per chunk, all three at once;
+    then the state's write, which counts the state (and the READs applied) as it goes.
 
     ``by_file``: where only the keys the stream names change, the result holds only the rows of the
     previous version's files that hold one of those keys (and the new keys): the writer replaces those
     files and keeps the others. Else, and always without it, the result is the whole next version.
+
+    ``totals``: what :func:`stream_totals` would count, when the caller knows it from the roll
+    manifests (``reconcile.runs.LandedLog.totals``); then that job is not run.
     """
     spark = rows.sparkSession
     new_rows, new_signals = new_input(run, rows, signals, frames)
-    totals = stream_totals(rows, signals, run.meta.position)
+    found = with_marks(windows(new_signals), new_signals, run.collection, executes=run.debezium is not None)
+    # the small jobs the plan below needs, side by side: each is mostly the driver's scheduling, and one's
+    # tasks fill the cores another's stages leave idle. The run's totals come from the roll manifests
+    # where they tell them, else from a job over the new log rows.
+    given = totals
+    collected, chunk_rows, totals = at_once(
+        found.collect, lambda: chunk_row_counts(frames.reads),
+        lambda: given if given is not None else stream_totals(rows, signals, run.meta.position),
+    )  # fmt: skip
     no_truncate = totals["truncates"] == 0 and (
         frames.carry_rows is None or truncates(frames.carry_rows).isEmpty()
     )
     # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
     touched_only = frames.reads is None and frames.previous is not None and no_truncate
-    found = with_marks(windows(new_signals), new_signals, run.collection, executes=run.debezium is not None)
-    window_rows, marks = split_marks(found.collect(), run.collection)
+    window_rows, marks = split_marks(collected, run.collection)
     # a local relation from here on: the judgement, the carry and the counts do not find them again
     wins = local_frame(spark, window_rows, found.schema).drop(MARK)
     stream = typed_stream(new_rows, columns, key)
@@ -158,8 +170,7 @@ def reconcile_run(
     partial = touched_only and not snapshots.removals and run.previous is not None
     if by_file and partial and None not in run.previous.file_rows:  # type: ignore[union-attr]
         previous, replaced, kept_rows = touched_part(run.previous, stream, key)
-    # READ rows per chunk (one job over the chunk ids): how many the judgement takes, and how many wait
-    chunk_rows = chunk_row_counts(frames.reads)
+    # READ rows per chunk: how many the judgement takes, and how many wait
     reads_total = sum(chunk_rows.values())
     closed = closed_chunks(window_rows)
     reads_judged = sum(n for c, n in chunk_rows.items() if c in closed)
@@ -176,7 +187,9 @@ def reconcile_run(
     state, counted = state_of(parts.keys, snapshots.removals)
     if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]
         # the columns changed (a column added at the source): the kept files cannot stay as they are
-        return reconcile_run(run, rows, signals, frames, columns, key, fresh=fresh, manifests=manifests)
+        return reconcile_run(
+            run, rows, signals, frames, columns, key, fresh=fresh, manifests=manifests, totals=totals
+        )
     counts = run_counts(totals, snapshots, reads_total, reads_judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
@@ -184,6 +197,14 @@ def reconcile_run(
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
     return RunResult(state, carried, counts, counted, meta, replaced, kept_rows)
+
+
+def at_once(*calls: Callable[[], Any]) -> list[Any]:
+    """What each call returns, the calls made side by side (each Spark job they run is scheduled at
+    once); the first error raised, once all have ended."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(c) for c in calls]
+    return [f.result() for f in futures]
 
 
 def same_columns(a: T.StructType, b: T.StructType) -> bool:
@@ -231,7 +252,7 @@ def new_input(
     return new_rows, new_signals
 
 
-def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Row:
+def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Mapping[str, Any]:
     """One Spark job over the new log rows: the top position, the late events and the run's counts."""
     is_new = newer_than(position)
     own = F.col("_cdc_own")
@@ -240,18 +261,22 @@ def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Row:
             POSITION, OP, F.lit(None).cast("array<string>").alias(UNCHANGED), F.lit(False).alias("_cdc_own")
         )
     )
-    return seen.agg(
-        F.max(F.when(is_new, F.col(POSITION))).alias("top"),
-        F.count_if(~is_new).alias("late"),
-        F.count_if(is_new & F.col(OP).isin(*ROW_OPS) & own).alias("applied"),
-        F.count_if(is_new & (F.col(OP) == "d") & own).alias("deletes"),
-        F.count_if(is_new & (F.col(OP) == "t") & own).alias("truncates"),
-        F.count_if(is_new & (F.col(OP) == "r") & own).alias("stream_reads"),  # Debezium's READ events
-        # creates that left columns out: key changes of rows with an unchanged TOAST value
-        F.count_if(is_new & (F.col(OP) == "c") & own & (F.size(UNCHANGED) > 0)).alias("left_out"),
-        # any row event that left columns out (new or not: an upper bound for the merge's plan)
-        F.count_if(F.col(OP).isin("c", "u", "r") & own & (F.size(UNCHANGED) > 0)).alias("unchanged"),
-    ).first()
+    return (
+        seen.agg(
+            F.max(F.when(is_new, F.col(POSITION))).alias("top"),
+            F.count_if(~is_new).alias("late"),
+            F.count_if(is_new & F.col(OP).isin(*ROW_OPS) & own).alias("applied"),
+            F.count_if(is_new & (F.col(OP) == "d") & own).alias("deletes"),
+            F.count_if(is_new & (F.col(OP) == "t") & own).alias("truncates"),
+            F.count_if(is_new & (F.col(OP) == "r") & own).alias("stream_reads"),  # Debezium's READ events
+            # creates that left columns out: key changes of rows with an unchanged TOAST value
+            F.count_if(is_new & (F.col(OP) == "c") & own & (F.size(UNCHANGED) > 0)).alias("left_out"),
+            # any row event that left columns out (new or not: an upper bound for the merge's plan)
+            F.count_if(F.col(OP).isin("c", "u", "r") & own & (F.size(UNCHANGED) > 0)).alias("unchanged"),
+        )
+        .first()
+        .asDict()
+    )
 
 
 SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
@@ -272,7 +297,7 @@ def chunk_row_counts(reads: DataFrame | None) -> dict[str, int]:
 FEW_READS = 1_000_000  # READ rows whose keys and windows the judgement broadcasts (about 100 MB at most)
 
 
-def left_out_rows(totals: Row, carry_rows: DataFrame | None, previous: DataFrame | None) -> int:
+def left_out_rows(totals: Mapping[str, Any], carry_rows: DataFrame | None, previous: DataFrame | None) -> int:
     """How many of the merge's rows may leave a value column out (``merge.merged_keys``): the log rows
     and carried rows with unchanged columns, and the previous state's rows with unknown ones. The
     carry's and the previous state's are counted by a job each, over one column."""
@@ -349,7 +374,7 @@ def state_of(keys: DataFrame, removals: list[Any]) -> tuple[DataFrame, Observati
 
 
 def run_counts(
-    totals: Row,
+    totals: Mapping[str, Any],
     snapshots: Snapshots,
     reads_total: int,
     reads_judged: int,
