@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -19,7 +20,7 @@ from typing import Any, NamedTuple
 
 from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHANGED, valid_counts
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.lakepath import lake_path
+from cdc_backfill.lakepath import lake_path, parquet_metadata
 from cdc_backfill.layout import (
     STREAM_SUFFIXES,
     debezium_dir,
@@ -261,3 +262,13 @@ def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
         if landed_log_files(landing, run.meta.position).unread(run.meta).events:
             return False
     return bool(names)
+
+
+def chunk_row_counts(chunks: Sequence[Any]) -> dict[str, int]:
+    """The READ rows of each chunk file (its name is the chunk's id), from the files' footers: no Spark
+    job; a landing on S3 reads them a few at a time."""
+    if not chunks:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(chunks))) as pool:
+        rows = list(pool.map(lambda p: parquet_metadata(p).num_rows, chunks))
+    return {p.stem: n for p, n in zip(chunks, rows, strict=True)}

@@ -1,6 +1,6 @@
 """docs/design.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
-    signal rows --windows()---------------------------------.
+    signal rows --windows()---------------------------------.  (found on the driver: reconcile.windows)
     log rows --typed_stream(columns)--> stream rows --------+--> merged_keys() --kept_keys()--> state
     READ chunks --judged_reads(windows, stream)--read_rows()-'
     previous state --previous_rows()------------------------'
@@ -24,11 +24,14 @@ first seen by an update), so that a READ dropped in a later run can still fill t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
@@ -44,48 +47,41 @@ from cdc_backfill.reconcile.spark.winners import (
     kept_keys,
     merged_keys,
 )
-from cdc_backfill.signals.model import CLOSE_SUFFIX, OPEN_SUFFIX, WATERMARK_SUFFIX_PATTERN
+from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow, Window, find_windows
+from cdc_backfill.signals.model import EXECUTE, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
-from cdc_backfill.spark.local import empty_frame
+from cdc_backfill.spark.local import empty_frame, local_frame
 from cdc_backfill.spark.positions import key_literal
 
 ROW_OPS = ("c", "u", "d", "r")
 
 
-def windows(signals: DataFrame) -> DataFrame:
-    """(chunk_id, collection, signal, low, high) of every window opened in the signal collection's log rows;
-    high is null while open.
+WINDOW_SCHEMA = T.StructType([
+    T.StructField("_cdc_chunk_id", T.StringType()), T.StructField("_cdc_for", T.StringType()),
+    T.StructField("_cdc_signal", T.StringType()), T.StructField("_cdc_low", T.BinaryType()),
+    T.StructField("_cdc_high", T.BinaryType()),
+])  # fmt: skip
 
-    Insert/insert watermarking (``<chunk>-open`` then ``<chunk>-close``) and insert/delete (the close is
-    the delete of the open row) both close a window, at the first close after the open.
-    """
-    sig = signals.select(
-        "id",
-        F.col(OP).alias("op"),
-        F.col(POSITION).alias("position"),
-        # our engine names the window's collection in the row's data; Debezium's own rows do not
-        F.get_json_object("data", "$['data-collection']").alias("_cdc_for"),
-        F.get_json_object("data", "$.signal").alias("_cdc_signal"),  # the snapshot the chunk is of
-    )
-    opens = (
-        sig.where(F.col("op").isin("c", "r") & F.col("id").endswith(OPEN_SUFFIX))
-        .groupBy(window_chunk_id().alias("_cdc_chunk_id"))
-        .agg(
-            F.min("position").alias("_cdc_low"),
-            F.max("_cdc_for").alias("_cdc_for"),
-            F.max("_cdc_signal").alias("_cdc_signal"),
-        )
-    )
-    closes = sig.where(
-        (F.col("op").isin("c", "r") & F.col("id").endswith(CLOSE_SUFFIX))
-        | ((F.col("op") == "d") & F.col("id").endswith(OPEN_SUFFIX))
-    ).select(window_chunk_id().alias("_cdc_chunk_id"), F.col("position").alias("_cdc_close"))
-    return (
-        opens.join(closes, "_cdc_chunk_id", "left")
-        .where(F.col("_cdc_close").isNull() | (F.col("_cdc_close") > F.col("_cdc_low")))
-        .groupBy("_cdc_chunk_id", "_cdc_for", "_cdc_signal", "_cdc_low")
-        .agg(F.min("_cdc_close").alias("_cdc_high"))
-    )
+
+def signal_rows(signals: DataFrame) -> list[SignalRow]:
+    """The signal collection's rows a run's windows and marks come from (``reconcile.windows``),
+    collected: one Spark job with no shuffle, over rows that are a few per chunk."""
+    named = reduce(operator.or_, [F.col("id").endswith(s) for s in SUFFIXES])
+    wanted = F.col(OP).isin("c", "r", "d") & (named | (F.col("type") == EXECUTE))
+    return [SignalRow(*r) for r in signals.where(wanted).select("id", OP, POSITION, "data", "type").collect()]
+
+
+def window_frame(spark: SparkSession, found: Sequence[Window]) -> DataFrame:
+    """Windows (``reconcile.windows.find_windows``) as a local frame: (chunk_id, collection, signal,
+    low, high), high null while open."""
+    rows = [Row(_cdc_chunk_id=w.chunk_id, _cdc_for=w.collection, _cdc_signal=w.snapshot, _cdc_low=w.low,
+                _cdc_high=w.high) for w in found]  # fmt: skip
+    return local_frame(spark, rows, WINDOW_SCHEMA)
+
+
+def windows(signals: DataFrame) -> DataFrame:
+    """Every window opened in the signal collection's log rows, as :func:`window_frame` gives them."""
+    return window_frame(signals.sparkSession, find_windows(signal_rows(signals)))
 
 
 def window_chunk_id() -> Column:
@@ -258,7 +254,7 @@ def reconcile_parts(
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
     ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
-    (cached: the stream is read by the READ drop and the merge; the windows three times).
+    (the windows are a local frame, collected once).
 
     ``touched_only``: the caller knows there are no READ rows and no truncate here. Then only the
     previous state's rows of keys the stream names are merged again; every other row is the same in

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, Row, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -23,21 +23,23 @@ from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
-from cdc_backfill.reconcile.runs import RunInput, RunMeta, next_meta
+from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_row_counts, next_meta
 from cdc_backfill.reconcile.spark.merge import (
     ROW_OPS,
     after_position,
     carry,
     newer_than,
     reconcile_parts,
+    signal_rows,
     truncates,
     typed_stream,
     unknown_columns,
-    windows,
+    window_frame,
 )
-from cdc_backfill.reconcile.spark.phantoms import MARK, PHANTOM, phantom, split_marks, with_marks
+from cdc_backfill.reconcile.spark.phantoms import PHANTOM, phantom
 from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
-from cdc_backfill.spark.local import local_frame
+from cdc_backfill.reconcile.windows import Window, closed_chunks, find_windows, run_marks
+from cdc_backfill.signals.marks import Mark
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion
@@ -146,13 +148,12 @@ def reconcile_run(
     """
     spark = rows.sparkSession
     new_rows, new_signals = new_input(run, rows, signals, frames)
-    found = with_marks(windows(new_signals), new_signals, run.collection, executes=run.debezium is not None)
     # the small jobs the plan below needs, side by side: each is mostly the driver's scheduling, and one's
     # tasks fill the cores another's stages leave idle. The run's totals come from the roll manifests
     # where they tell them, else from a job over the new log rows.
     given = totals
     collected, chunk_rows, totals = at_once(
-        found.collect, lambda: chunk_row_counts(frames.reads),
+        lambda: signal_rows(new_signals), lambda: chunk_row_counts(run.chunks),
         lambda: given if given is not None else stream_totals(rows, signals, run.meta.position),
     )  # fmt: skip
     no_truncate = totals["truncates"] == 0 and (
@@ -160,9 +161,10 @@ def reconcile_run(
     )
     # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
     touched_only = frames.reads is None and frames.previous is not None and no_truncate
-    window_rows, marks = split_marks(collected, run.collection)
+    window_rows = find_windows(collected)
+    marks = run_marks(collected, run.collection, executes=run.debezium is not None)
     # a local relation from here on: the judgement, the carry and the counts do not find them again
-    wins = local_frame(spark, window_rows, found.schema).drop(MARK)
+    wins = window_frame(spark, window_rows)
     stream = typed_stream(new_rows, columns, key)
     snapshots = judge_snapshots(run, window_rows, marks, columns, key, position_of(totals["top"]), manifests)
     previous, replaced, kept_rows = frames.previous, None, 0
@@ -193,7 +195,7 @@ def reconcile_run(
     counts = run_counts(totals, snapshots, reads_total, reads_judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
-    carried = carry(new_rows, new_signals, local_frame(spark, pending, found.schema)) if pending else None
+    carried = carry(new_rows, new_signals, window_frame(spark, pending)) if pending else None
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
     return RunResult(state, carried, counts, counted, meta, replaced, kept_rows)
@@ -282,18 +284,6 @@ def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Mapping
 SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
 
 
-def closed_chunks(window_rows: list[Row]) -> set[str]:
-    """The chunk ids of the windows whose high watermark is in the stream: their READ rows are judged."""
-    return {w["_cdc_chunk_id"] for w in window_rows if w["_cdc_high"] is not None}
-
-
-def chunk_row_counts(reads: DataFrame | None) -> dict[str, int]:
-    """The READ rows of each chunk (read from the files' chunk id column only)."""
-    if reads is None:
-        return {}
-    return {r[0]: r[1] for r in reads.groupBy("_cdc_chunk_id").count().collect()}
-
-
 FEW_READS = 1_000_000  # READ rows whose keys and windows the judgement broadcasts (about 100 MB at most)
 
 
@@ -318,13 +308,13 @@ class Snapshots:
     tracks: dict[str, Any]
     before: dict[str, Any]
     removals: list[Any]
-    pending: list[Row]
+    pending: list[Window]
 
 
 def judge_snapshots(
     run: RunInput,
-    window_rows: list[Row],
-    marks: list[Row],
+    window_rows: Sequence[Window],
+    marks: list[Mark],
     columns: Sequence[PgColumn],
     key: Sequence[str],
     top: tuple[int, ...] | None,
@@ -335,7 +325,7 @@ def judge_snapshots(
     snapshots remove phantoms."""
     closed_ids = closed_chunks(window_rows)
     judged_now = [p.stem for p in run.chunks if p.stem in closed_ids]
-    snapshot_of = {w["_cdc_chunk_id"]: w["_cdc_signal"] for w in window_rows}
+    snapshot_of = {w.chunk_id: w.snapshot for w in window_rows}
     judged_by_snapshot = Counter(snapshot_of[c] for c in judged_now if snapshot_of.get(c))
     if run.debezium is not None:  # Debezium's snapshots: finished or stopped, as its notifications say
         reached = max((p for p in (top, run.meta.position) if p is not None), default=None)
@@ -348,8 +338,7 @@ def judge_snapshots(
     # close and the landing): it is not carried any further
     pending = [
         w for w in window_rows
-        if w["_cdc_for"] == run.collection and w["_cdc_chunk_id"] not in meta.judged
-        and w["_cdc_signal"] not in decided
+        if w.collection == run.collection and w.chunk_id not in meta.judged and w.snapshot not in decided
     ]  # fmt: skip
     return Snapshots(meta, tracks, run.meta.snapshots, removals, pending)
 
