@@ -135,9 +135,10 @@ def reconcile_run(
     state; only the others' are late).
 
     A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues
-    one over the new log rows (position, counts, truncates), one for the windows (collected: the
-    signal rows are a few per chunk) and, with READ rows, a count of them per chunk, all three at once;
-    then the state's write, which counts the state (and the READs applied) as it goes.
+    one that collects the signal rows the windows come from (a few per chunk) and, where the roll
+    manifests do not count the run's events (``totals``), one over the new log rows, side by side;
+    then the state's write, which counts the state (and the READs applied) as it goes. The READ rows
+    per chunk come from the chunk files' footers.
 
     ``by_file``: where only the keys the stream names change, the result holds only the rows of the
     previous version's files that hold one of those keys (and the new keys): the writer replaces those
@@ -148,9 +149,9 @@ def reconcile_run(
     """
     spark = rows.sparkSession
     new_rows, new_signals = new_input(run, rows, signals, frames)
-    # the small jobs the plan below needs, side by side: each is mostly the driver's scheduling, and one's
-    # tasks fill the cores another's stages leave idle. The run's totals come from the roll manifests
-    # where they tell them, else from a job over the new log rows.
+    # what the plan below needs, side by side: a Spark job is mostly the driver's scheduling, and the
+    # footers are file reads. The run's totals come from the roll manifests where they tell them, else
+    # from a job over the new log rows.
     given = totals
     collected, chunk_rows, totals = at_once(
         lambda: signal_rows(new_signals), lambda: chunk_row_counts(run.chunks),
