@@ -1,6 +1,6 @@
 """What a roll manifest counts of each collection's events (pure): the writers record it as they land
 a roll, so that a reconcile plans its run from the manifests instead of a Spark job over every new
-event (``reconcile.runs.manifest_totals``).
+event (``reconcile.runs.LandedLog.totals``).
 
 A manifest's ``counts`` maps each collection it lands to its events by op (``c``, ``u``, ``d``, ``r``,
 ``t``), its creates that left columns unchanged (``left_out``: key changes of a row with an unchanged

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.reconcile.debezium_snapshots import start_marks
 from cdc_backfill.signals.marks import DONE_SUFFIX, ENDED_SUFFIX, START_SUFFIX, Mark, mark_of
-from cdc_backfill.signals.model import CLOSE_SUFFIX, EXECUTE, OPEN_SUFFIX
+from cdc_backfill.signals.model import CLOSE_SUFFIX, EXECUTE, OPEN_SUFFIX, chunk_of
 
 # the signal rows a run collects: watermarks, marks and (for Debezium) execute-snapshot rows
 SUFFIXES = (OPEN_SUFFIX, CLOSE_SUFFIX, START_SUFFIX, DONE_SUFFIX, ENDED_SUFFIX)
@@ -50,16 +50,14 @@ def find_windows(rows: Iterable[SignalRow]) -> list[Window]:
     opens: dict[str, list[Any]] = {}  # chunk -> [low, collection, snapshot]
     closes: dict[str, list[bytes]] = {}
     for r in rows:
-        rid = r.id or ""
+        rid, at = r.id or "", bytes(r.position)
         if r.op in ("c", "r") and rid.endswith(OPEN_SUFFIX):
-            chunk = rid[: -len(OPEN_SUFFIX)]
-            found = opens.setdefault(chunk, [bytes(r.position), None, None])
-            found[0] = min(found[0], bytes(r.position))
+            found = opens.setdefault(chunk_of(rid), [at, None, None])
+            found[0] = min(found[0], at)
             found[1] = _greater(found[1], data_field(r.data, "data-collection"))
             found[2] = _greater(found[2], data_field(r.data, "signal"))
         if (r.op in ("c", "r") and rid.endswith(CLOSE_SUFFIX)) or (r.op == "d" and rid.endswith(OPEN_SUFFIX)):
-            suffix = CLOSE_SUFFIX if rid.endswith(CLOSE_SUFFIX) else OPEN_SUFFIX
-            closes.setdefault(rid[: -len(suffix)], []).append(bytes(r.position))
+            closes.setdefault(chunk_of(rid), []).append(at)
     out = []
     for chunk, (low, collection, snapshot) in opens.items():
         ends = closes.get(chunk)
@@ -83,13 +81,13 @@ def run_marks(rows: Sequence[SignalRow], collection: str, executes: bool = False
         rid = r.id or ""
         if r.op not in ("c", "r") or not rid.endswith((START_SUFFIX, DONE_SUFFIX, ENDED_SUFFIX)):
             continue
-        if data_field(r.data, "data-collection") != collection:
-            continue
         try:
             data = json.loads(r.data or "{}")
         except ValueError:
             continue
-        mark = mark_of(rid, data, position_of_key(bytes(r.position))) if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get("data-collection") != collection:
+            continue
+        mark = mark_of(rid, data, position_of_key(bytes(r.position)))
         if mark is not None:
             out.append(mark)
     if executes:

@@ -57,8 +57,8 @@ def chunk_of(watermark_id: str) -> str:
     return watermark_id
 
 
-# chunk_of as a regular expression, for readers that run it elsewhere (Spark's window finder): the
-# suffix it removes
+# chunk_of as a regular expression, for readers that run it elsewhere (Spark, picking a pending
+# window's signal rows for the carry): the suffix it removes
 WATERMARK_SUFFIX_PATTERN = f"({re.escape(OPEN_SUFFIX)}|{re.escape(CLOSE_SUFFIX)})$"
 
 
