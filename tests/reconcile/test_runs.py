@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import log_file_name, rolls_dir
 from cdc_backfill.reconcile.runs import (
     RunInput,
     RunMeta,
+    chunk_footers,
     ingest_hint,
     landed_log_files,
     next_meta,
+    reads_once,
     stream_files,
     unmoved_json_reason,
 )
@@ -92,3 +97,31 @@ def test_a_runs_totals_come_from_the_manifests_when_every_event_is_new(tmp_path:
     # a manifest written before manifests had counts: Spark counts
     _manifest(rolls, {"public.tags": ((95, 1), (99, 1))}, None)
     assert landed_log_files(tmp_path).totals("public.orders", "public.cdc_signal", None) is None
+
+
+def _chunk(path: Path, ids: list, **options) -> Path:  # type: ignore[type-arg, no-untyped-def]
+    pq.write_table(pa.table({"id": ids, "v": ["x"] * len(ids)}), path, **options)
+    return path
+
+
+def test_chunk_footers_give_each_chunks_rows_and_key_range(tmp_path: Path) -> None:
+    chunks = [_chunk(tmp_path / "c1.parquet", [3, 1, 2]), _chunk(tmp_path / "c2.parquet", [])]
+    footers = chunk_footers(chunks, "id")
+    assert footers.rows == {"c1": 3, "c2": 0}
+    assert footers.key_ranges == [(1, 3)]  # a chunk that read no rows reads no key
+    assert chunk_footers([], "id") == ({}, [])
+
+
+def test_keys_are_read_once_only_where_the_chunks_key_ranges_are_apart(tmp_path: Path) -> None:
+    def ranges(*chunks: list, **options) -> list:  # type: ignore[type-arg, no-untyped-def]
+        paths = [_chunk(tmp_path / f"c{i}.parquet", ids, **options) for i, ids in enumerate(chunks)]
+        return chunk_footers(paths, "id").key_ranges
+
+    assert reads_once(ranges([1, 2], [3, 4], [5]))
+    assert reads_once(ranges(["b", "c"], ["a"]))  # text keys, in any file order
+    assert not reads_once(ranges([1, 3], [3, 4]))  # a key in two chunks (two snapshots of it)
+    assert not reads_once(ranges([1, 5], [2, 3]))
+    assert not reads_once(ranges([1, None], [3]))  # a NULL is outside every range
+    assert not reads_once(ranges([1, 2], [3], write_statistics=False))  # no statistics: not known
+    assert not reads_once([(1, 2), (float("nan"), 3.0)])
+    assert reads_once([])

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -264,11 +265,54 @@ def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
     return bool(names)
 
 
-def chunk_row_counts(chunks: Sequence[Any]) -> dict[str, int]:
-    """The READ rows of each chunk file (its name is the chunk's id), from the files' footers: no Spark
-    job; a landing on S3 reads them a few at a time."""
+class ChunkFooters(NamedTuple):
+    """What a run's chunk files' footers tell: the READ rows of each chunk (by its id, the file's name),
+    and each file's least and greatest value of the key's first column (None where a file has no such
+    statistics; files without rows left out)."""
+
+    rows: dict[str, int]
+    key_ranges: list[tuple[Any, Any] | None]
+
+
+def chunk_footers(chunks: Sequence[Any], first_key: str | None = None) -> ChunkFooters:
+    """:class:`ChunkFooters` of the chunk files: no Spark job; a landing on S3 reads them a few at a
+    time."""
     if not chunks:
-        return {}
+        return ChunkFooters({}, [])
     with ThreadPoolExecutor(max_workers=min(16, len(chunks))) as pool:
-        rows = list(pool.map(lambda p: parquet_metadata(p).num_rows, chunks))
-    return {p.stem: n for p, n in zip(chunks, rows, strict=True)}
+        footers = list(pool.map(parquet_metadata, chunks))
+    rows = {p.stem: m.num_rows for p, m in zip(chunks, footers, strict=True)}
+    # a chunk that read no rows reads no key
+    return ChunkFooters(rows, [key_range(m, first_key) for m in footers if m.num_rows])
+
+
+def key_range(footer: Any, column: str | None) -> tuple[Any, Any] | None:
+    """The least and greatest value of ``column`` in a Parquet footer's statistics; None where a row
+    group has none, or may hold a NULL there (which the range does not cover), or the file has no rows."""
+    if column is None or footer.num_rows == 0:
+        return None
+    names = [footer.schema.column(i).path for i in range(footer.num_columns)]
+    if column not in names:
+        return None
+    at, least, greatest = names.index(column), None, None
+    for g in range(footer.num_row_groups):
+        stats = footer.row_group(g).column(at).statistics
+        if stats is None or not stats.has_min_max or not stats.has_null_count or stats.null_count:
+            return None
+        least = stats.min if least is None else min(least, stats.min)
+        greatest = stats.max if greatest is None else max(greatest, stats.max)
+    return least, greatest
+
+
+def reads_once(ranges: Sequence[tuple[Any, Any] | None]) -> bool:
+    """True when no key has two READ rows in the run: each chunk reads a key at most once (one query of
+    a key range, or Debezium's chunk), and the chunk files' key ranges (the key's first column, from
+    their footers) are apart. Then the merge judges each key's READ row in its own pass
+    (``reconcile.spark.winners.merged_judging_reads``)."""
+    if any(r is None for r in ranges):
+        return False
+    try:
+        spans = sorted(ranges)  # type: ignore[type-var]
+        return all(a[1] < b[0] for a, b in pairwise(spans))
+    except TypeError:  # values that do not compare (a NaN does, but never as less: the ranges then meet)
+        return False

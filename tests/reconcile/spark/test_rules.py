@@ -8,12 +8,15 @@ import json
 import random
 
 import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.events.positions import position_key, position_of_key
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.merge import reconcile_parts
+from cdc_backfill.reconcile.spark.winners import INSIDE, READS_APPLIED, kept_keys
 from cdc_backfill.spark.positions import POSITION_TYPE
 from tests.support.reference import Change, ReadRow, reconcile
 
@@ -35,9 +38,12 @@ EVENT_SCHEMA = T.StructType(
 )
 
 
-def simulate(seed: int, toast: bool = True) -> tuple[list[dict], list[dict], dict[int, dict]]:
+def simulate(
+    seed: int, toast: bool = True, truncate: bool = True
+) -> tuple[list[dict], list[dict], dict[int, dict]]:
     """(canonical events, READ rows, the source's final table) of one random history; ``toast``: some
-    updates leave ``big`` unchanged (not sent), else every update sends every column."""
+    updates leave ``big`` unchanged (not sent), else every update sends every column; ``truncate``: the
+    writers may truncate the table."""
     rng = random.Random(seed)
     source: dict[int, dict] = {k: {"id": k, "v": f"v{k}", "big": f"B{k}"} for k in range(1, 9)}
     events: list[dict] = []
@@ -68,7 +74,7 @@ def simulate(seed: int, toast: bool = True) -> tuple[list[dict], list[dict], dic
         elif r < 0.85 and k in source:
             del source[k]
             emit(COLL, "d", {"id": k}, None)
-        elif r < 0.88:
+        elif r < 0.88 and truncate:
             source.clear()
             emit(COLL, "t", None, None)
 
@@ -107,7 +113,7 @@ def reference_state(events: list[dict], reads: list[dict]) -> dict:
     return reconcile(changes, rows, signal_table=SIG).state.get(COLL, {})
 
 
-def spark_state(spark, events: list[dict], reads: list[dict], plan: str) -> dict:  # type: ignore[no-untyped-def]
+def spark_keys(spark, events: list[dict], reads: list[dict], plan: str) -> DataFrame:  # type: ignore[no-untyped-def]
     """The Spark reconcile's state, planned as ``plan`` says: "default" (nothing counted: every key with
     a buffer per column), "counted" (as a run plans it from its counts: the rows that left a column out
     counted, their keys by column and the others by winner, the READ keys broadcast, no truncate looked
@@ -126,8 +132,13 @@ def spark_state(spark, events: list[dict], reads: list[dict], plan: str) -> dict
             "no_truncate": not any(e["op"] == "t" for e in own),
         },
         "by winner": {"left_out": 0},
+        "judged in the merge": {"left_out": 0, "few_reads": True, "no_truncate": True, "reads_once": True},
     }[plan]
-    state = reconcile_parts(rows, signals, reads_df, COLUMNS, ["id"], **options).state
+    return reconcile_parts(rows, signals, reads_df, COLUMNS, ["id"], **options).keys
+
+
+def spark_state(spark, events: list[dict], reads: list[dict], plan: str) -> dict:  # type: ignore[no-untyped-def]
+    state = kept_keys(spark_keys(spark, events, reads, plan))
     return {(r["id"],): {"id": r["id"], "v": r["v"], "big": r["big"]} for r in state.collect()}
 
 
@@ -147,3 +158,19 @@ def test_histories_that_send_every_column_take_each_winner_whole(spark, seed: in
     truth = {(k,): row for k, row in source.items()}
     assert reference_state(events, reads) == truth
     assert spark_state(spark, events, reads, plan) == truth
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_reads_judged_in_the_merge_give_the_source_and_the_same_counts(spark, seed: int, capsys) -> None:  # type: ignore[no-untyped-def]
+    events, reads, source = simulate(seed, toast=False, truncate=False)
+    truth = {(k,): row for k, row in source.items()}
+    assert reference_state(events, reads) == truth
+    assert spark_state(spark, events, reads, "judged in the merge") == truth
+    fused, apart = (spark_keys(spark, events, reads, p) for p in ("judged in the merge", "counted"))
+    fused.explain()
+    assert INSIDE in capsys.readouterr().out  # the plan asked for is the one that ran
+
+    def applied(keys: DataFrame) -> int:
+        return keys.agg(F.sum(READS_APPLIED)).first()[0]
+
+    assert applied(fused) == applied(apart)

@@ -39,12 +39,14 @@ from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
 from cdc_backfill.reconcile.spark.winners import (
     FILL_ONLY_PRIORITY,
     HAD_PREVIOUS,
+    INSIDE,
     KEPT,
     PRIORITY_PREVIOUS,
     PRIORITY_READ,
     PRIORITY_STREAM,
     READS_APPLIED,
     kept_keys,
+    merged_judging_reads,
     merged_keys,
 )
 from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow, Window, find_windows
@@ -134,7 +136,7 @@ def judged_reads(
     plans the join (whose size estimates may broadcast the whole stream instead).
     """
     closed = wins.where(F.col("_cdc_high").isNotNull())
-    r = reads.join(closed.select("_cdc_chunk_id", "_cdc_low", "_cdc_high"), "_cdc_chunk_id")
+    r = in_windows(reads, wins)
     position = F.col("_cdc_sort.position").alias("_cdc_p")
     touched = stream.select(*key, position)
     windows_of = r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high")
@@ -156,6 +158,12 @@ def judged_reads(
     ).drop("_cdc_hit", "_cdc_cut")
 
 
+def in_windows(reads: DataFrame, wins: DataFrame) -> DataFrame:
+    """The READ rows whose window has closed, with it (``_cdc_low``, ``_cdc_high``); the others wait."""
+    closed = wins.where(F.col("_cdc_high").isNotNull()).select("_cdc_chunk_id", "_cdc_low", "_cdc_high")
+    return reads.join(closed, "_cdc_chunk_id")
+
+
 def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame, DataFrame]:
     """(READ rows kept, READ rows dropped) of :func:`judged_reads` as typed rows with ``_sort``.
 
@@ -163,25 +171,43 @@ def read_rows(judged: DataFrame, columns: Sequence[PgColumn]) -> tuple[DataFrame
     they supply columns that a TOAST-only update inside the window did not send (see the reference's
     ``_apply``).
     """
-    names = [c.name for c in columns]
-    all_present = F.struct(*[F.lit(True).alias(n) for n in names])
-
-    def shape(df: DataFrame, at: str, priority: int) -> DataFrame:
-        return df.select(
-            *[F.col(n).cast(spark_type(c)).alias(n) for n, c in zip(names, columns, strict=True)],
-            all_present.alias("_cdc_present"),
-            F.lit(False).alias("_cdc_deleted"),
-            F.struct(
-                F.col(at).alias("position"), F.lit(priority).alias("priority"),
-                F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
-            ).alias("_cdc_sort"),
-        )  # fmt: skip
-
     dropped = F.col("_cdc_dropped")
     return (
-        shape(judged.where(~dropped), "_cdc_high", PRIORITY_READ),
-        shape(judged.where(dropped), "_cdc_low", FILL_ONLY_PRIORITY),
+        placed_reads(judged.where(~dropped), columns, "_cdc_high", PRIORITY_READ),
+        placed_reads(judged.where(dropped), columns, "_cdc_low", FILL_ONLY_PRIORITY),
     )
+
+
+def placed_reads(df: DataFrame, columns: Sequence[PgColumn], at: str, priority: int) -> DataFrame:
+    """READ rows as typed rows at the position ``at`` names, every column sent."""
+    names = [c.name for c in columns]
+    return df.select(
+        *[F.col(n).cast(spark_type(c)).alias(n) for n, c in zip(names, columns, strict=True)],
+        F.struct(*[F.lit(True).alias(n) for n in names]).alias("_cdc_present"),
+        F.lit(False).alias("_cdc_deleted"),
+        F.struct(
+            F.col(at).alias("position"), F.lit(priority).alias("priority"),
+            F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
+        ).alias("_cdc_sort"),
+    )  # fmt: skip
+
+
+def reads_beside_stream(
+    reads: DataFrame, wins: DataFrame, stream: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]
+) -> list[DataFrame]:
+    """The stream and the READ rows at their window's high, for ``winners.merged_judging_reads``: each
+    stream row marked ``_cdc_inside`` when it is strictly inside the window of its key's READ row (the
+    READ rows' keys and windows broadcast, so the stream is read once, with no shuffle of its own)."""
+    placed = in_windows(reads, wins)
+    windows_of = F.broadcast(
+        placed.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)], "_cdc_low", "_cdc_high")
+    )
+    same = reduce(operator.and_, [stream[k] == windows_of[f"_cdc_k{i}"] for i, k in enumerate(key)])
+    p = F.col("_cdc_sort").getField("position")
+    inside = (p > F.col("_cdc_low")) & (p < F.col("_cdc_high"))
+    marked = stream.join(windows_of, same, "left").select(*stream.columns, inside.alias(INSIDE))
+    no_mark = F.lit(None).cast("boolean").alias(INSIDE)
+    return [marked, placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)]
 
 
 def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
@@ -251,6 +277,7 @@ def reconcile_parts(
     left_out: int | None = None,
     few_reads: bool = False,
     no_truncate: bool = False,
+    reads_once: bool = False,
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
     ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
@@ -264,12 +291,27 @@ def reconcile_parts(
     TOAST value, see ``reconcile.spark.key_changes``): the new keys take the old keys' values.
     ``left_out``: see :func:`merged_keys`; ``few_reads``: see :func:`judged_reads`. ``no_truncate``: the
     caller knows the rows hold no truncate; the judgement and the merge then do not look for one (each
-    look is a scan of the log)."""
+    look is a scan of the log). ``reads_once``: no key has two READ rows (``reconcile.runs.reads_once``);
+    with few READ rows, no truncate and no row that left a column out, the READ rows are then judged in
+    the merge's own pass (``winners.merged_judging_reads``), and the stream is read once."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if wins is None:
         wins = windows(signals)
     truncs = None if no_truncate else truncates(rows)
+    if (
+        reads is not None
+        and reads_once
+        and few_reads
+        and truncs is None
+        and left_out == 0
+        and not key_changes
+    ):
+        parts = reads_beside_stream(reads, wins, stream, columns, key)
+        if previous is not None:
+            parts.append(previous_rows(previous, columns).withColumn(INSIDE, F.lit(None).cast("boolean")))
+        merged = reduce(DataFrame.unionByName, parts)
+        return ReconcileParts(merged_judging_reads(merged, columns, key), stream, wins)
     parts = [stream]
     if reads is not None:
         parts += read_rows(judged_reads(reads, wins, stream, truncs, key, few_reads), columns)

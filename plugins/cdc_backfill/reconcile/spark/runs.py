@@ -23,7 +23,7 @@ from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
-from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_row_counts, next_meta
+from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_footers, next_meta, reads_once
 from cdc_backfill.reconcile.spark.merge import (
     ROW_OPS,
     after_position,
@@ -153,8 +153,8 @@ def reconcile_run(
     # footers are file reads. The run's totals come from the roll manifests where they tell them, else
     # from a job over the new log rows.
     given = totals
-    collected, chunk_rows, totals = at_once(
-        lambda: signal_rows(new_signals), lambda: chunk_row_counts(run.chunks),
+    collected, footers, totals = at_once(
+        lambda: signal_rows(new_signals), lambda: chunk_footers(run.chunks, key[0] if key else None),
         lambda: given if given is not None else stream_totals(rows, signals, run.meta.position),
     )  # fmt: skip
     no_truncate = totals["truncates"] == 0 and (
@@ -174,9 +174,9 @@ def reconcile_run(
     if by_file and partial and None not in run.previous.file_rows:  # type: ignore[union-attr]
         previous, replaced, kept_rows = touched_part(run.previous, stream, key)
     # READ rows per chunk: how many the judgement takes, and how many wait
-    reads_total = sum(chunk_rows.values())
+    reads_total = sum(footers.rows.values())
     closed = closed_chunks(window_rows)
-    reads_judged = sum(n for c, n in chunk_rows.items() if c in closed)
+    reads_judged = sum(n for c, n in footers.rows.items() if c in closed)
     small = touched_only and totals["applied"] < SMALL_RUN
     parts = reconcile_parts(
         new_rows, new_signals, frames.reads, columns, key, previous,
@@ -184,8 +184,7 @@ def reconcile_run(
         stream=stream, wins=wins, touched_only=touched_only, key_changes=totals["left_out"] > 0,
         # a small run's merge is small: by column, without counting
         left_out=None if small else left_out_rows(totals, frames.carry_rows, previous),
-        few_reads=reads_total <= FEW_READS,
-        no_truncate=no_truncate,
+        few_reads=reads_total <= FEW_READS, no_truncate=no_truncate, reads_once=reads_once(footers.key_ranges),
     )  # fmt: skip
     state, counted = state_of(parts.keys, snapshots.removals)
     if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]

@@ -120,6 +120,44 @@ def merged_by_winner(
     )
 
 
+# on a stream row of a key that has a READ row: the row is strictly inside that READ row's window
+INSIDE = "_cdc_inside"
+
+
+def merged_judging_reads(rows: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]) -> DataFrame:
+    """:func:`merged_by_winner` that judges the READ rows in the same pass, for rows where each key has
+    at most one READ row (at its window's high) and no truncate: the READ is dropped when a stream row of
+    its key is inside its window (``_cdc_inside``, marked where the stream is read). Per key, the latest
+    other row and the READ row are kept apart; the READ wins when it is not dropped and is not before
+    that row (at one position, a READ is after the stream). No row here leaves a column out."""
+    names = [c.name for c in columns]
+    values = [n for n in names if n not in key]
+    sort = F.col("_cdc_sort")
+    priority = sort.getField("priority")
+    winner = F.struct(
+        F.col("_cdc_deleted").alias("deleted"), sort.getField("position").alias("position"),
+        *[F.col(n) for n in values],
+    )  # fmt: skip
+    per_key = rows.groupBy(*key).agg(
+        F.max_by(winner, F.when(priority != PRIORITY_READ, sort)).alias("_cdc_o"),
+        F.max_by(winner, F.when(priority == PRIORITY_READ, sort)).alias("_cdc_r"),
+        F.max(F.col(INSIDE)).alias("_cdc_hit"),
+        F.max(priority == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+    )
+    other, read = F.col("_cdc_o"), F.col("_cdc_r")
+    applied = read.isNotNull() & ~F.coalesce(F.col("_cdc_hit"), F.lit(False))
+    wins = applied & (other.isNull() | (read.getField("position") >= other.getField("position")))
+    w = F.when(wins, read).otherwise(other)
+    return per_key.select(
+        *[F.col(n) if n in key else w.getField(n).alias(n) for n in names],
+        w.getField("position").alias("_cdc_position"),
+        F.array().cast("array<string>").alias("_cdc_unknown"),
+        F.coalesce(w.isNotNull() & ~w.getField("deleted"), F.lit(False)).alias(KEPT),
+        HAD_PREVIOUS,
+        applied.cast("long").alias(READS_APPLIED),
+    )
+
+
 def with_latest_truncate(per_key: DataFrame, truncs: DataFrame | None) -> DataFrame:
     """``per_key`` with ``_cdc_t``, the latest truncate's position (null: none)."""
     if truncs is None:
