@@ -93,31 +93,43 @@ def merged_by_winner(
     one buffer per key. A kept winner is after every delete of its key and after the latest truncate,
     so each value is its own and none is unknown. Fill-only rows supply only what a winner did not send:
     here they are left out (and with them, where they are literals, their part of the plan)."""
-    names = [c.name for c in columns]
-    values = [n for n in names if n not in key]
     sort = F.col("_cdc_sort")
-    position = sort.getField("position").alias("position")
-    winner = F.struct(F.col("_cdc_deleted").alias("deleted"), position, *[F.col(n) for n in values])
     per_key = (
         rows.where(competes())
         .groupBy(*key)
         .agg(
-            F.max_by(winner, sort).alias("_cdc_w"),
+            F.max_by(whole_row(columns, key), sort).alias("_cdc_w"),
             F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
             reads_applied(),
         )
     )
     w, t = F.col("_cdc_w"), F.col("_cdc_t")
-    position = w.getField("position")
-    kept = w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t))
+    after_truncate = t.isNull() | (w.getField("position") > t)
     return with_latest_truncate(per_key, truncs).select(
-        *[F.col(n) if n in key else w.getField(n).alias(n) for n in names],
-        position.alias("_cdc_position"),
+        *whole_state(w, columns, key, after_truncate), HAD_PREVIOUS, READS_APPLIED
+    )
+
+
+def whole_row(columns: Sequence[PgColumn], key: Sequence[str]) -> Column:
+    """A row taken whole by the merge: whether it deletes, its position and its value columns."""
+    position = F.col("_cdc_sort").getField("position").alias("position")
+    return F.struct(
+        F.col("_cdc_deleted").alias("deleted"),
+        position,
+        *[F.col(c.name) for c in columns if c.name not in key],
+    )
+
+
+def whole_state(w: Column, columns: Sequence[PgColumn], key: Sequence[str], kept_too: Column) -> list[Column]:
+    """The state's columns from a key's winning :func:`whole_row` ``w`` (null: none): its values, none
+    unknown, kept when it is not a delete and ``kept_too`` holds."""
+    kept = w.isNotNull() & ~w.getField("deleted") & kept_too
+    return [
+        *[F.col(c.name) if c.name in key else w.getField(c.name).alias(c.name) for c in columns],
+        w.getField("position").alias("_cdc_position"),
         F.array().cast("array<string>").alias("_cdc_unknown"),
         F.coalesce(kept, F.lit(False)).alias(KEPT),
-        HAD_PREVIOUS,
-        READS_APPLIED,
-    )
+    ]
 
 
 # on a stream row of a key that has a READ row: the row is strictly inside that READ row's window
@@ -130,14 +142,9 @@ def merged_judging_reads(rows: DataFrame, columns: Sequence[PgColumn], key: Sequ
     its key is inside its window (``_cdc_inside``, marked where the stream is read). Per key, the latest
     other row and the READ row are kept apart; the READ wins when it is not dropped and is not before
     that row (at one position, a READ is after the stream). No row here leaves a column out."""
-    names = [c.name for c in columns]
-    values = [n for n in names if n not in key]
     sort = F.col("_cdc_sort")
     priority = sort.getField("priority")
-    winner = F.struct(
-        F.col("_cdc_deleted").alias("deleted"), sort.getField("position").alias("position"),
-        *[F.col(n) for n in values],
-    )  # fmt: skip
+    winner = whole_row(columns, key)
     per_key = rows.groupBy(*key).agg(
         F.max_by(winner, F.when(priority != PRIORITY_READ, sort)).alias("_cdc_o"),
         F.max_by(winner, F.when(priority == PRIORITY_READ, sort)).alias("_cdc_r"),
@@ -149,12 +156,7 @@ def merged_judging_reads(rows: DataFrame, columns: Sequence[PgColumn], key: Sequ
     wins = applied & (other.isNull() | (read.getField("position") >= other.getField("position")))
     w = F.when(wins, read).otherwise(other)
     return per_key.select(
-        *[F.col(n) if n in key else w.getField(n).alias(n) for n in names],
-        w.getField("position").alias("_cdc_position"),
-        F.array().cast("array<string>").alias("_cdc_unknown"),
-        F.coalesce(w.isNotNull() & ~w.getField("deleted"), F.lit(False)).alias(KEPT),
-        HAD_PREVIOUS,
-        applied.cast("long").alias(READS_APPLIED),
+        *whole_state(w, columns, key, F.lit(True)), HAD_PREVIOUS, applied.cast("long").alias(READS_APPLIED)
     )
 
 
