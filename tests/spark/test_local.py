@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from cdc_backfill.spark.local import empty_frame, local_frame
+from cdc_backfill.spark.local import LISTING_THRESHOLD, empty_frame, local_frame, parquet_files
 
 pytestmark = [pytest.mark.spark]
 
@@ -43,3 +45,32 @@ def test_no_rows_read_no_partition(spark) -> None:  # type: ignore[no-untyped-de
     ):
         assert df.collect() == [] and df._jdf.rdd().getNumPartitions() == 0
     assert empty_frame(spark, SCHEMA).schema == SCHEMA
+
+
+def jobs_while(spark, group: str, make):  # type: ignore[no-untyped-def]
+    """The frame ``make()`` returns and the Spark jobs run while it was made."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        df = make()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return df, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_many_local_files_are_listed_without_a_job(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    paths = []
+    for i in range(40):  # over Spark's 32 paths, above which it lists them in a job
+        paths.append(str(tmp_path / f"c-{i:02}.parquet"))
+        pq.write_table(pa.table({"id": [i, i + 100]}), paths[-1])
+    schema = T.StructType([T.StructField("id", T.LongType())])
+    before = spark.conf.get(LISTING_THRESHOLD, None)
+
+    df, jobs = jobs_while(spark, "listed-on-the-driver", lambda: parquet_files(spark, paths, schema))
+    assert jobs == 0
+    assert sorted(r.id for r in df.collect()) == sorted([*range(40), *range(100, 140)])
+    assert spark.conf.get(LISTING_THRESHOLD, None) == before  # put back
+
+    # what the setting saves: Spark's own read of the same paths lists them in a job
+    _, jobs = jobs_while(spark, "listed-by-a-job", lambda: spark.read.schema(schema).parquet(*paths))
+    assert jobs == 1

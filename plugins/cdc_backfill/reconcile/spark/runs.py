@@ -40,6 +40,7 @@ from cdc_backfill.reconcile.spark.phantoms import PHANTOM, phantom
 from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
 from cdc_backfill.reconcile.windows import Window, closed_chunks, find_windows, run_marks
 from cdc_backfill.signals.marks import Mark
+from cdc_backfill.spark.local import parquet_files
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion
@@ -74,7 +75,7 @@ def read_run(
             carry_signals = as_signal_rows(old, signal_table)
     if run.previous is not None:
         previous = with_position_keys(read_version(spark, run.previous), "_cdc_position")
-    reads = spark.read.parquet(*map(str, run.chunks)) if run.chunks else None
+    reads = parquet_files(spark, [str(p) for p in run.chunks]) if run.chunks else None
     return RunFrames(carry_rows, carry_signals, reads, previous)
 
 

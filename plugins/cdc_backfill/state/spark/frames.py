@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from cdc_backfill.faults import RECONCILE_CRASH_ENV, crash_point
 from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
-from cdc_backfill.spark.local import empty_frame
+from cdc_backfill.spark.local import empty_frame, parquet_files
 from cdc_backfill.state.table import StateTable, StateVersion
 
 # Parquet timestamps as Delta's own writers store them (Spark's default, INT96, is deprecated in Parquet)
@@ -34,7 +34,7 @@ def read_version(spark: SparkSession, version: StateVersion) -> DataFrame:
     schema = version_schema(version)
     if not version.files:
         return empty_frame(spark, schema)
-    return spark.read.schema(schema).parquet(*version.files)
+    return parquet_files(spark, list(version.files), schema)
 
 
 def write_version(
