@@ -73,7 +73,15 @@ def as_log_rows(
     schema = event_schema(columns)
     key_schema = T.StructType([f for f in schema.fields if f.name in key])
     ev = events.where((F.col("collection") == collection) & F.col("op").isin(*OPS))
-    after, key_values = F.from_json("after", schema), F.from_json("key", key_schema)
+    # Each JSON text parsed once, into a column of its own that the typing below reads: named inside
+    # each column's expression, the optimizer gives every column a parse of its own (one field each),
+    # 7 parses of a row's JSON for a table of 6 columns (2x the time of typing 1M events).
+    ev = ev.select(
+        *ev.columns,
+        F.from_json("after", schema).alias("_cdc_after"),
+        F.from_json("key", key_schema).alias("_cdc_key"),
+    )
+    after, key_values = F.col("_cdc_after"), F.col("_cdc_key")
     values = []
     for c in columns:
         value = from_debezium(c, after.getField(c.name))
