@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
+
+from cdc_backfill.lakepath import lake_path
 
 
 def empty_frame(spark: SparkSession, schema: T.StructType | str) -> DataFrame:
@@ -41,7 +44,8 @@ def parquet_files(spark: SparkSession, paths: Sequence[str], schema: T.StructTyp
     listed on the driver however many they are; files on S3 keep Spark's parallel listing, as the
     driver would stat them one request at a time."""
     reader = spark.read.schema(schema) if schema is not None else spark.read
-    if len(paths) <= SPARK_LISTING_THRESHOLD or any("://" in p and not p.startswith("file:") for p in paths):
+    local = all(isinstance(lake_path(p), Path) for p in paths)  # the lake's one rule for where a path is
+    if len(paths) <= SPARK_LISTING_THRESHOLD or not local:
         return reader.parquet(*paths)
     with _listing:  # the listing happens as the frame is made, so the setting is put back right after
         before = spark.conf.get(LISTING_THRESHOLD, None)

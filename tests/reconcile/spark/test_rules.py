@@ -115,10 +115,10 @@ def reference_state(events: list[dict], reads: list[dict]) -> dict:
 
 def spark_keys(spark, events: list[dict], reads: list[dict], plan: str) -> DataFrame:  # type: ignore[no-untyped-def]
     """The Spark reconcile's merged keys (the state and the keys it lost), planned as ``plan`` says:
-    "default" (nothing counted: every key with a buffer per column), "counted" (as a run plans it from its counts: the rows that left a column out
-    counted, their keys by column and the others by winner, the READ keys broadcast, no truncate looked
-    for where the history has none), "by winner" (every key takes its winner whole: only right where no
-    row left a column out)."""
+    "default" (nothing counted: every key with a buffer per column), "counted" (as a run plans it from
+    its counts: the rows that left a column out counted, their keys by column and the others by
+    winner, the READ keys broadcast, no truncate looked for where the history has none), "by winner"
+    (every key takes its winner whole: only right where no row left a column out)."""
     ev_df = spark.createDataFrame(events, EVENT_SCHEMA)
     read_schema = "id int, v string, big string, _cdc_chunk_id string"
     reads_df = spark.createDataFrame(reads, read_schema) if reads else None
