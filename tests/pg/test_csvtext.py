@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
+import random
 from decimal import Decimal
 
-from cdc_backfill.pg.csvtext import csv_row, text_table, text_tail
+from cdc_backfill.pg.csvtext import csv_row, last_fields, text_table
 from cdc_backfill.pgtypes import PgColumn
 
 COLUMNS = [
@@ -50,14 +53,44 @@ def test_no_rows_give_the_typed_empty_table() -> None:
     )
 
 
-def test_the_tail_gives_the_row_count_and_the_last_rows_key_text_as_written() -> None:
+def test_the_last_rows_key_text_is_read_back_from_the_end_as_written() -> None:
     # a key of text with a comma, a quote and a line break, after a value whose text would not convert
     rows = [[b"1", b"not a number", b"a"], [b"2", b"x,\ny", b'k "1",\n2']]
-    assert text_tail(b"".join(csv_row(r) for r in rows), ["id", "amount", "_cdc_k0"], ["_cdc_k0"]) == (
-        2,
-        ['k "1",\n2'],
-    )
-    assert text_tail(b"", ["id", "_cdc_k0"], ["_cdc_k0"]) == (0, None)
+    assert last_fields(b"".join(csv_row(r) for r in rows), 1) == ['k "1",\n2']
+    assert last_fields(b"".join(csv_row(r) for r in rows), 2) == ["x,\ny", 'k "1",\n2']
     # a NULL key (the NULL range's chunk) stays NULL, an empty text key stays empty, as text_table reads them
-    assert text_tail(b"1,\n", ["id", "_cdc_k0"], ["_cdc_k0"]) == (1, [None])
-    assert text_tail(b'1,""\n', ["id", "_cdc_k0"], ["_cdc_k0"]) == (1, [""])
+    assert last_fields(b"1,\n", 1) == [None]
+    assert last_fields(b'1,""\n', 1) == [""]
+    assert last_fields(b'1,""""\n', 1) == ['"']
+    assert last_fields(b'1,"a,"""\n', 1) == ['a,"']
+
+
+def _copy_csv(values: list[str | None]) -> bytes:
+    """A row as COPY (FORMAT csv) writes it: quoted only when it must be, NULL as nothing."""
+
+    def field(v: str | None) -> str:
+        if v is None:
+            return ""
+        if v == "" or any(c in v for c in ',"\n\r'):
+            return '"' + v.replace('"', '""') + '"'
+        return v
+
+    return (",".join(field(v) for v in values) + "\n").encode()
+
+
+def test_the_last_fields_match_a_full_parse_of_random_rows() -> None:
+    rng = random.Random(7)
+    alphabet = ["a", "é", ",", '"', "\n", "\r", " ", "1"]
+    for _ in range(500):
+        rows = [
+            [
+                rng.choice([None, "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))])
+                for _ in range(4)
+            ]
+            for _ in range(rng.randint(1, 4))
+        ]
+        data = b"".join(_copy_csv(r) for r in rows)
+        parsed = list(csv.reader(io.StringIO(data.decode(), newline="")))
+        assert [None if rows[-1][i] is None else parsed[-1][i] for i in range(4)] == rows[-1]
+        for count in (1, 2, 4):
+            assert last_fields(data, count) == rows[-1][-count:], (data, count)

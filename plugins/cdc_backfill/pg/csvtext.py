@@ -54,24 +54,35 @@ def text_table(data: bytes, columns: Sequence[PgColumn], text_columns: Sequence[
     return table
 
 
-def text_tail(data: bytes, names: Sequence[str], wanted: Sequence[str]) -> tuple[int, list[str] | None]:
-    """How many CSV rows ``data`` holds (its columns ``names``) and the last row's ``wanted`` values as
-    text, without converting the other columns: a reader needs only these before its next query."""
-    if not data:
-        return 0, None
-    table = pacsv.read_csv(
-        io.BytesIO(data),
-        read_options=pacsv.ReadOptions(column_names=list(names), block_size=8 << 20),
-        convert_options=pacsv.ConvertOptions(
-            include_columns=list(wanted),
-            column_types=dict.fromkeys(wanted, pa.string()),
-            null_values=[""],  # NULL is an unquoted empty field, as in text_table
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
-        ),
-    )
-    n = table.num_rows
-    return n, ([table.column(w)[n - 1].as_py() for w in wanted] if n else None)
+def last_fields(data: bytes, count: int) -> list[str | None]:
+    """The last ``count`` fields of the last CSV row of ``data`` as text (an unquoted empty field is
+    NULL), read backwards from its end: the rows before it are never looked at, where counting them
+    would tokenize the whole chunk. Outside a field quotes come in pairs (``""``), so going back from a
+    quoted field's closing quote, the first run of quotes of odd length holds its opening quote."""
+    pos = len(data) - 1 if data.endswith(b"\n") else len(data)
+    values: list[str | None] = []
+    for _ in range(count):
+        if pos > 0 and data[pos - 1] == 0x22:  # '"': a quoted field, ending at pos - 1
+            close = pos - 1
+            run_end = close
+            while True:
+                last_quote = data.rfind(b'"', 0, run_end)
+                if last_quote < 0:
+                    raise ValueError("a CSV field's opening quote is missing")
+                run_start = last_quote
+                while run_start > 0 and data[run_start - 1] == 0x22:
+                    run_start -= 1
+                if (last_quote - run_start + 1) % 2:
+                    break
+                run_end = run_start
+            values.append(data[run_start + 1 : close].replace(b'""', b'"').decode())
+            pos = run_start
+        else:  # unquoted: no comma, quote or line break inside
+            start = max(data.rfind(b",", 0, pos), data.rfind(b"\n", 0, pos)) + 1
+            values.append(data[start:pos].decode() or None)
+            pos = start
+        pos -= 1  # the comma before the field
+    return values[::-1]
 
 
 def _schema(columns: Sequence[PgColumn], text_columns: Sequence[str]) -> pa.Schema:

@@ -12,7 +12,7 @@ import pyarrow as pa
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
-from cdc_backfill.pg.csvtext import text_table, text_tail
+from cdc_backfill.pg.csvtext import last_fields, text_table
 from cdc_backfill.snapshot.shape import META_COLUMNS, SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable
 
@@ -24,21 +24,23 @@ def write_watermark(conn: Any, signal_sql: str, row_id: str, kind: str, data: st
     conn.commit()
 
 
-def copy_rows(conn: Any, sql: str, params: dict[str, Any]) -> bytes:
-    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) as CSV through ``COPY``;
-    commits, because the high watermark must commit after the read's transaction ended."""
+def copy_rows(conn: Any, sql: str, params: dict[str, Any]) -> tuple[bytes, int]:
+    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) as CSV through ``COPY``, and
+    how many (``COPY``'s own count); commits, because the high watermark must commit after the read's
+    transaction ended."""
     buf = io.BytesIO()
     with conn.cursor() as cur:
         query = cur.mogrify(sql, params).decode()
         cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", buf)
+        rows = cur.rowcount
     conn.commit()
-    return buf.getvalue()
+    return buf.getvalue(), rows
 
 
-def chunk_end(data: bytes, shape: TableShape, ct: ChunkTable) -> tuple[int, list[str] | None]:
-    """How many rows the CSV of a chunk holds and its last key as text: all a reader needs before its
-    next chunk, so the conversion to Arrow (``read_events``) can run on the lander meanwhile."""
-    return text_tail(data, [c.name for c in shape.columns] + key_columns(ct), key_columns(ct))
+def chunk_end(data: bytes, rows: int, ct: ChunkTable) -> list[str] | None:
+    """The last key of a chunk of ``rows`` rows (its CSV ``data``) as text: all a reader needs before
+    its next chunk, so the conversion to Arrow (``read_events``) can run on the lander meanwhile."""
+    return last_fields(data, len(ct.key)) if rows else None
 
 
 def key_columns(ct: ChunkTable) -> list[str]:

@@ -146,14 +146,14 @@ class RangeReader:
             snapshot.window_hook(shape, after)
 
         sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size)
-        data_rows = copy_rows(conn, sql, params)  # ends the read's transaction
+        data_rows, n = copy_rows(conn, sql, params)  # ends the read's transaction
         crash_point("during-read", chunk_no)
 
         write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
         seconds = time.monotonic() - opened
         log.info("%s: high watermark written", tag)
         crash_point("after-close", chunk_no)
-        n, last = chunk_end(data_rows, shape, self.ct)
+        last = chunk_end(data_rows, n, self.ct)
         return chunk_id, data_rows, n, last, seconds
 
     def _land_and_record(
