@@ -11,11 +11,17 @@ from pathlib import Path
 
 
 def imported_after(statement: str) -> set[str]:
+    """The top-level packages a fresh interpreter holds after ``statement``."""
+    return {m.split(".")[0] for m in modules_after(statement)}
+
+
+def modules_after(statement: str) -> set[str]:
+    """Every module a fresh interpreter holds after ``statement``."""
     code = textwrap.dedent(
         f"""
         import sys
         {statement}
-        print(",".join(sorted({{m.split(".")[0] for m in sys.modules}})))
+        print(",".join(sorted(sys.modules)))
         """
     )
     out = subprocess.run(

@@ -8,21 +8,27 @@ no row-value comparison, get the expanded form ``a > :a OR (a = :a AND b > :b)``
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 
 ROW_VALUE_DIALECTS = {"postgresql", "mysql"}
 _POSTCOMPILE = re.compile(r"__\[POSTCOMPILE_(\w+)\]")
-DIALECTS: dict[str, sa.engine.Dialect] = {
-    "postgresql": postgresql.psycopg2.dialect(),
-    "mssql": mssql.pymssql.dialect(),
-    "oracle": oracle.oracledb.dialect(),
-    "mysql": mysql.pymysql.dialect(),
-}
+# the drivers the engine's SQL is compiled for: their parameter style is the one it binds with
+DRIVERS = {"postgresql": "psycopg2", "mssql": "pymssql", "oracle": "oracledb", "mysql": "pymysql"}
+
+
+@functools.cache
+def driver_dialect(dialect: str) -> sa.engine.Dialect:
+    """``dialect`` through its driver, imported when first asked (a PostgreSQL run never loads the
+    other three)."""
+    if dialect not in DRIVERS:
+        raise ValueError(f"no SQL dialect {dialect!r}: one of {', '.join(DRIVERS)}")
+    return importlib.import_module(f"sqlalchemy.dialects.{dialect}.{DRIVERS[dialect]}").dialect()
 
 
 class _Typed(sa.types.UserDefinedType):  # type: ignore[type-arg]
@@ -172,7 +178,7 @@ def count_select(t: ChunkTable, condition: str | None = None) -> sa.Select:  # t
 def compile_sql(stmt: sa.ClauseElement, dialect: str) -> str:
     """The statement's SQL for ``dialect``: key values as placeholders, row counts (TOP n, LIMIT n,
     FETCH FIRST n, OFFSET n) written in, as the engine's own integers."""
-    compiled = stmt.compile(dialect=DIALECTS[dialect])
+    compiled = stmt.compile(dialect=driver_dialect(dialect))
     counts = {k: v for k, v in compiled.params.items() if k.startswith("param_")}
     sql = _POSTCOMPILE.sub(lambda m: str(int(counts[m.group(1)])), str(compiled))
     for name, value in counts.items():  # dialects that bind LIMIT/OFFSET as ordinary parameters
