@@ -194,3 +194,32 @@ def test_surrogate_key_works_and_an_invalid_one_does_not_get_stuck(fresh_db: str
     assert views["good"].status == "done"
     assert views["bad"].status == "rejected"
     assert "has no unique index" in views["bad"].reason
+
+
+def test_a_chunk_that_cannot_land_fails_its_collection_even_the_last_one(
+    fresh_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader lands a range's last chunk while it reads the next range, and its very last chunk after
+    it stopped reading: a landing error is still the collection's, and no done row is written."""
+    import cdc_backfill.snapshot.range_reader as range_reader
+
+    sql(
+        fresh_db,
+        "CREATE TABLE t (id int PRIMARY KEY, v int)",
+        "INSERT INTO t SELECT i, i FROM generate_series(1, 100) i",
+    )
+    land = range_reader.land_chunk
+
+    def full_disk(landing: Path, collection: str, chunk_id: str, table: object) -> Path:
+        if 100 in table.column("id").to_pylist():  # type: ignore[attr-defined]
+            raise OSError("No space left on device")
+        return land(landing, collection, chunk_id, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(range_reader, "land_chunk", full_disk)
+    send(fresh_db, "s1", "public.t", chunk_size=10)
+    e = engine(fresh_db, tmp_path, readers=2)
+    e.run()
+    [status] = summarize(e.progress.ranges())
+    assert status.status == "failed" and "No space left on device" in (status.reason or "")
+    assert marks(fresh_db, "done") == []
+    assert 100 not in {r["id"] for r in landed(tmp_path, "public.t")}

@@ -108,12 +108,15 @@ class CollectionRun:
         conn = psycopg2.connect(libpq_dsn(self.snapshot.url, replication=True))
         try:
             reader = RangeReader(self.snapshot, self.sig, self.plan, shape, conn)
-            while True:
-                with lock:
-                    if not queue or errors:
-                        return
-                    rng = queue.pop(0)
-                reader.read(rng)
+            try:
+                while True:
+                    with lock:
+                        if not queue or errors:
+                            return
+                        rng = queue.pop(0)
+                    reader.read(rng)
+            finally:
+                reader.close()  # the last chunk landed (or its error raised) before the reader ends
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
         finally:

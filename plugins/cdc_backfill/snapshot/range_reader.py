@@ -80,7 +80,9 @@ def chunk_sql(
 
 class RangeReader:
     """Reads ranges of one collection over one reader's connection, for ``snapshot``: it asks whether to
-    go on before each chunk, and counts each chunk it landed."""
+    go on before each chunk, and counts each chunk it landed. A chunk's conversion to Arrow, landing and
+    progress record run on the reader's lander thread while the next chunk is read, across ranges too
+    (a range's last chunk lands while the next range's first is read); ``close`` waits for the last."""
 
     def __init__(
         self, snapshot: SnapshotEngine, sig: Signal, plan: CollectionPlan, shape: TableShape, conn: Any
@@ -92,40 +94,46 @@ class RangeReader:
         self.ct = shape.chunk_table()
         self.conn = conn
         self.size = plan.chunk_size  # rows the next chunk asks for: grows when the plan is adaptive
+        self._lander = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander")
+        self._landing: Future[None] | None = None
 
     def read(self, rng: RangeProgress) -> None:
-        """Chunk after chunk until the range is done, or the engine is paused or stopped. A chunk's
-        conversion to Arrow, landing and progress record run on a helper thread while the next chunk
-        is read (at most two chunks of a reader in memory); progress is still recorded in chunk order
-        and only after the chunk has landed."""
+        """Chunk after chunk until the range is done, or the engine is paused or stopped. At most two
+        chunks of a reader are in memory (one landing, one being read); progress is recorded in chunk
+        order and only after the chunk has landed."""
         if rng.status == RangeStatus.PENDING:
             self.snapshot.progress.update(rng, status=RangeStatus.RUNNING, started_at=utc_now())
         after = rng.start_after
         chunks = rng.chunks_done
         rows = rng.rows_read
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander") as lander:
-            pending: Future[None] | None = None
-            try:
-                while self.snapshot.keeps_reading(self.sig.id, self.plan.collection):
-                    size = self.size
-                    chunk_id, data, n, last, seconds = self._chunk(after, rng, chunks + 1)
-                    chunks += 1
-                    rows += n
-                    done = rng.range_no == NULL_RANGE or n < size or last is None
-                    if self.plan.adaptive:
-                        self.size = next_chunk_size(size, self.plan.chunk_size, n, len(data), seconds)
-                    if pending is not None:
-                        pending.result()  # the previous chunk has landed and its progress is recorded
-                    pending = lander.submit(
-                        self._land_and_record, chunk_id, data, rng, chunks,
-                        last if last is not None else after, rows, done,
-                    )  # fmt: skip
-                    if done:
-                        return
-                    after = last
-            finally:
-                if pending is not None:
-                    pending.result()
+        while self.snapshot.keeps_reading(self.sig.id, self.plan.collection):
+            size = self.size
+            chunk_id, data, n, last, seconds = self._chunk(after, rng, chunks + 1)
+            chunks += 1
+            rows += n
+            done = rng.range_no == NULL_RANGE or n < size or last is None
+            if self.plan.adaptive:
+                self.size = next_chunk_size(size, self.plan.chunk_size, n, len(data), seconds)
+            self._wait_landed()  # the previous chunk has landed and its progress is recorded
+            self._landing = self._lander.submit(
+                self._land_and_record, chunk_id, data, rng, chunks, last if last is not None else after, rows, done
+            )  # fmt: skip
+            if done:
+                return
+            after = last
+
+    def close(self) -> None:
+        """Wait for the last chunk to land and its progress to be recorded (its error raised here), then
+        stop the lander."""
+        try:
+            self._wait_landed()
+        finally:
+            self._lander.shutdown(wait=True)
+
+    def _wait_landed(self) -> None:
+        landing, self._landing = self._landing, None
+        if landing is not None:
+            landing.result()
 
     def _chunk(
         self, after: list[str] | None, rng: RangeProgress, chunk_no: int
