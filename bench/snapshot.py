@@ -1,6 +1,8 @@
 """Snapshot throughput and memory: rows/s of the engine with 1 and 2 readers while a writer keeps
 updating the table, next to PostgreSQL's own ``COPY (SELECT ...) TO STDOUT`` of the same table in the
-same run; peak memory (RSS) of the engine process for each size.
+same run; peak memory (RSS) of the engine process for each size. Each run is timed twice: as a whole
+process (Python's start, imports and planning included), and as its reading, the rate ``snapshot
+status`` reports (from the first range's start to the last chunk's progress record).
 
     python -m bench.snapshot --rows 1000000 [--rows 10000000]
 """
@@ -28,6 +30,8 @@ from cdc_backfill.pg.connect import libpq_dsn
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
+from cdc_backfill.snapshot.queries import read_progress
+from cdc_backfill.snapshot.status import summarize
 
 
 class _Null(io.RawIOBase):
@@ -107,10 +111,11 @@ def main() -> None:
             t_copy_busy = copy_reference(pg.url)
             writer.stop.set()
             writer.join()
-            for readers, with_writer in ((1, False), (1, True), (2, True)):
+            for readers, with_writer in ((1, False), (2, False), (1, True), (2, True)):
                 landing = Path(tempfile.mkdtemp(prefix="cdc-bench-snap-"))
-                store.send(Signal(f"bench-{n}-{readers}-{int(with_writer)}", "execute-snapshot", ("public.items",),
-                                  "incremental", chunk_size=args.chunk_size))  # fmt: skip
+                signal_id = f"bench-{n}-{readers}-{int(with_writer)}"
+                store.send(Signal(signal_id, "execute-snapshot", ("public.items",), "incremental",
+                                  chunk_size=args.chunk_size))  # fmt: skip
                 writer = Writer(pg.url, n)
                 if with_writer:
                     writer.start()
@@ -123,12 +128,16 @@ def main() -> None:
                 size = sum(f.stat().st_size for f in landing.rglob("*.parquet"))
                 shutil.rmtree(landing, ignore_errors=True)
                 ref = t_copy_busy if with_writer else t_copy
+                [status] = summarize(read_progress(store.engine, store.schema, signal_id))
+                reading = status.rows / status.rate
                 rows_out.append({
                     "measure": f"snapshot {n:,} rows, {readers} reader(s), " + ("writer running" if with_writer else "no writer"),
                     "items": n, "seconds": seconds, "rate": n / seconds,
                     "reference": f"{ref / seconds:.2f} of COPY ({'with' if with_writer else 'no'} writer); "
                                  f"peak RSS {peak / 2**20:.0f} MiB; {writer.ops:,} writer updates; {size / 1e6:.0f} MB Parquet",
                 })  # fmt: skip
+                rows_out.append({"measure": "    its reading (snapshot status)", "items": status.rows, "seconds": reading,
+                                 "rate": status.rate, "reference": f"{ref / reading:.2f} of COPY"})  # fmt: skip
             rows_out.append({"measure": f"  reference: COPY (SELECT ... ORDER BY id), {n:,} rows", "items": n,
                              "seconds": t_copy, "rate": n / t_copy})  # fmt: skip
             rows_out.append({"measure": "  reference: the same COPY, writer running", "items": n,
