@@ -15,6 +15,7 @@ from cdc_backfill.snapshot.sql import (
     count_select,
     driver_dialect,
     max_key_select,
+    sample_keys_select,
 )
 from tests.support.imports import modules_after
 
@@ -79,6 +80,15 @@ def test_max_key_and_boundaries_read_keys_only(dialect: str) -> None:
         tree = parse(compile_sql(stmt, dialect), dialect)
         selected = [c.sql() for c in tree.expressions]
         assert len(selected) == 2 and "qty" not in " ".join(selected)
+
+
+def test_a_sample_of_keys_reads_keys_only_from_sampled_pages_up_to_the_largest() -> None:
+    sql = compile_sql(sample_keys_select(COMPOSITE, "postgresql", 2.5), "postgresql")
+    tree = parse(sql, "postgresql")
+    assert len(tree.expressions) == 2 and "qty" not in " ".join(c.sql() for c in tree.expressions)
+    assert "TABLESAMPLE system(2.500000)" in sql and "hi1" in sql and "ORDER BY" in sql
+    with pytest.raises(ValueError, match="PostgreSQL only"):
+        sample_keys_select(COMPOSITE, "mssql", 2.5)
 
 
 def test_nullable_chunk_column_reads_nulls_in_a_chunk_of_their_own() -> None:

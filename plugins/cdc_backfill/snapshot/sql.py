@@ -169,6 +169,21 @@ def boundary_select(t: ChunkTable, dialect: str, *, after: bool, step: int) -> s
     return stmt.order_by(*key_cols).offset(step - 1).limit(1)
 
 
+def sample_keys_select(t: ChunkTable, dialect: str, percent: float) -> sa.Select:  # type: ignore[type-arg]
+    """The keys, as text and in key order, of the rows on ``percent`` of the table's pages, picked at
+    random (PostgreSQL's ``TABLESAMPLE SYSTEM``), none beyond :hi: range boundaries cut from a sample
+    read a few pages, where stepping through every key read the whole index."""
+    if dialect != "postgresql":
+        raise ValueError(f"a sample of keys is read from PostgreSQL only, not {dialect}")
+    sample = sa.tablesample(t.table(), sa.func.system(sa.literal_column(f"{percent:.6f}")), name="sampled")
+    key_cols = [sample.c[k] for k in t.key]
+    stmt = sa.select(*[_as_text(c, dialect) for c in key_cols])
+    if t.nullable_key:
+        stmt = stmt.where(key_cols[0].is_not(None))
+    stmt = stmt.where(_compare(key_cols, _key_params(t, "hi", dialect), "<=", True))
+    return stmt.order_by(*key_cols)
+
+
 def count_select(t: ChunkTable, condition: str | None = None) -> sa.Select:  # type: ignore[type-arg]
     """The table's rows, or those ``condition`` selects."""
     stmt = sa.select(sa.func.count()).select_from(t.table())
