@@ -117,3 +117,15 @@ def test_the_shapes_given_out_are_every_rows_key_and_column_names(spark, tmp_pat
     totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     got = {c: ({tuple(k) for k in ks}, set(names)) for c, ks, names in event_shapes(totals)}
     assert got == expected
+
+
+def test_the_collections_without_a_key_come_from_the_totals_quarantine_row() -> None:
+    from cdc_backfill.events.debezium import MISSING_KEY
+    from cdc_backfill.ingest.spark.job import keyless_collections
+
+    reasons = [MISSING_KEY.format("public.b"), MISSING_KEY.format("public.a")]
+    assert keyless_collections({None: {"keyless": reasons}, "public.c": {"keyless": []}}) == [
+        "public.a",
+        "public.b",
+    ]
+    assert keyless_collections({"public.c": {"keyless": []}}) == []

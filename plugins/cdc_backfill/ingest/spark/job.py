@@ -24,7 +24,7 @@ from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import OPS, POSITION
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.eventlog.store import describe
-from cdc_backfill.events.debezium import missing_key_collection
+from cdc_backfill.events.debezium import MISSING_KEY, missing_key_collection
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_new
@@ -49,13 +49,16 @@ log = logging.getLogger("cdc_backfill.ingest")
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,
-    the greatest position, and the shapes of its events (``shape`` of the parser's rows). One small
+    the greatest position, the shapes of its events (``shape`` of the parser's rows), and the reasons
+    of records quarantined for want of a key (one per collection, in the None row). One small
     aggregate."""
     row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
     op, left_out = F.col("op"), F.size("unchanged") > 0
+    reason = F.col("quarantine_reason")
     return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
         F.count_if(row).alias("events"),
-        F.count_if(F.col("quarantine_reason").isNotNull()).alias("quarantined"),
+        F.count_if(reason.isNotNull()).alias("quarantined"),
+        F.collect_set(F.when(reason.startswith(MISSING_KEY.split("{}")[0]), reason)).alias("keyless"),
         F.max("position").alias("last"),
         F.collect_set("shape").alias("shapes"),
         # the manifest's counts (eventlog.counts), which the reconcile plans its run by
@@ -79,11 +82,10 @@ def event_shapes(totals: dict[Any, Any]) -> list[tuple[str, list[list[str]], lis
     return out
 
 
-def keyless_collections(parsed: DataFrame) -> list[str]:
-    """Collections of records quarantined for want of a key (few rows: one per collection)."""
-    reasons = parsed.where(F.col("quarantine_reason").startswith("missing key for "))
-    names = reasons.select("quarantine_reason").distinct().collect()
-    return sorted({c for r in names if (c := missing_key_collection(r[0])) is not None})
+def keyless_collections(totals: dict[Any, Any]) -> list[str]:
+    """Collections of records quarantined for want of a key, from ``collection_totals`` (pure)."""
+    reasons = totals[None]["keyless"] if None in totals else []
+    return sorted({c for r in reasons if (c := missing_key_collection(r)) is not None})
 
 
 def wrapped_descriptions(parsed: DataFrame) -> dict[str, Described]:
@@ -132,8 +134,7 @@ def ingest_files(
         return summary
     # timestamps as int64 microseconds, as pyarrow and DuckDB read them (not Spark's default INT96)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    parsed = parse_inputs(spark, inputs, sources)
-    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    parsed, totals = parse_inputs(spark, inputs, sources)
     described = described_collections(parsed, sources, totals)
     stage = staging_dir(landing) / run
     written = write_collections(parsed, landing, stage, run, described, sources.signal_table, totals, summary)
@@ -155,18 +156,23 @@ def ingest_files(
     return summary
 
 
-def parse_inputs(spark: SparkSession, inputs: Sequence[InputFile], sources: ColumnSources) -> DataFrame:
-    """The input files parsed once (every collection's write, the totals and the quarantine read it)."""
+def parse_inputs(
+    spark: SparkSession, inputs: Sequence[InputFile], sources: ColumnSources
+) -> tuple[DataFrame, dict[Any, Any]]:
+    """The input files parsed once (every collection's write and the quarantine read it), and their
+    ``collection_totals`` by collection."""
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     keys = sources.known_keys()
     parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).localCheckpoint()
+    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
-    found = {c: d[1] for c in keyless_collections(parsed) if (d := sources.find(c)) is not None}
+    found = {c: d[1] for c in keyless_collections(totals) if (d := sources.find(c)) is not None}
     if found:
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
         parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found})).localCheckpoint()
-    return parsed
+        totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    return parsed, totals
 
 
 def described_collections(
