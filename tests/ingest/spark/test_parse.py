@@ -129,3 +129,24 @@ def test_the_collections_without_a_key_come_from_the_totals_quarantine_row() -> 
         "public.b",
     ]
     assert keyless_collections({"public.c": {"keyless": []}}) == []
+
+
+def test_what_wrappers_describe_comes_from_the_totals_the_last_file_winning() -> None:
+    from cdc_backfill.ingest.spark.job import wrapped_descriptions
+
+    def told(*columns: str) -> dict[str, str]:
+        return {
+            "described": json.dumps(
+                {"columns": [{"name": c, "type": "text"} for c in columns], "key": ["id"]}
+            )
+        }
+
+    totals = {  # a collection's first event in a file may be a row event or not: any totals row holds it
+        None: {"described": [{"collection": "public.a", "file": "b.json", **told("id", "v", "w")}]},
+        "public.a": {"described": [{"collection": "public.a", "file": "a.json", **told("id", "v")}]},
+        "public.b": {"described": []},
+    }
+    [(name, columns, key)] = [
+        (c, [col.name for col in d[0]], d[1]) for c, d in wrapped_descriptions(totals).items()
+    ]
+    assert (name, columns, key) == ("public.a", ["id", "v", "w"], ["id"])

@@ -49,9 +49,9 @@ log = logging.getLogger("cdc_backfill.ingest")
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,
-    the greatest position, the shapes of its events (``shape`` of the parser's rows), and the reasons
-    of records quarantined for want of a key (one per collection, in the None row). One small
-    aggregate."""
+    the greatest position, the shapes of its events (``shape`` of the parser's rows), the reasons
+    of records quarantined for want of a key (one per collection, in the None row), and what schema
+    wrappers describe. One small aggregate: the one read of the whole parse before the writes."""
     row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
     op, left_out = F.col("op"), F.size("unchanged") > 0
     reason = F.col("quarantine_reason")
@@ -59,6 +59,10 @@ def collection_totals(parsed: DataFrame) -> DataFrame:
         F.count_if(row).alias("events"),
         F.count_if(reason.isNotNull()).alias("quarantined"),
         F.collect_set(F.when(reason.startswith(MISSING_KEY.split("{}")[0]), reason)).alias("keyless"),
+        # what a schema wrapper says of a collection: on its first event in each file (few rows)
+        F.collect_list(
+            F.when(F.col("described").isNotNull(), F.struct("collection", "file", "described"))
+        ).alias("described"),
         F.max("position").alias("last"),
         F.collect_set("shape").alias("shapes"),
         # the manifest's counts (eventlog.counts), which the reconcile plans its run by
@@ -88,10 +92,11 @@ def keyless_collections(totals: dict[Any, Any]) -> list[str]:
     return sorted({c for r in reasons if (c := missing_key_collection(r)) is not None})
 
 
-def wrapped_descriptions(parsed: DataFrame) -> dict[str, Described]:
-    """What the records' ``{schema, payload}`` wrappers say of each collection: one row per collection
-    and file at most; where files differ (a column added between them), the last file in name order."""
-    rows = parsed.where(F.col("described").isNotNull()).select("collection", "file", "described").collect()
+def wrapped_descriptions(totals: dict[Any, Any]) -> dict[str, Described]:
+    """What the records' ``{schema, payload}`` wrappers say of each collection, from ``collection_totals``:
+    one row per collection and file at most; where files differ (a column added between them), the last
+    file in name order (pure)."""
+    rows = [d for r in totals.values() for d in r["described"]]
     out: dict[str, Described] = {}
     for r in sorted(rows, key=lambda r: r["file"]):
         out[r["collection"]] = described_from_json(r["described"])
@@ -135,7 +140,7 @@ def ingest_files(
     # timestamps as int64 microseconds, as pyarrow and DuckDB read them (not Spark's default INT96)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     parsed, totals = parse_inputs(spark, inputs, sources)
-    described = described_collections(parsed, sources, totals)
+    described = described_collections(sources, totals)
     stage = staging_dir(landing) / run
     written = write_collections(parsed, landing, stage, run, described, sources.signal_table, totals, summary)
     summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
@@ -175,12 +180,10 @@ def parse_inputs(
     return parsed, totals
 
 
-def described_collections(
-    parsed: DataFrame, sources: ColumnSources, totals: dict[Any, Any]
-) -> dict[str, Any]:
+def described_collections(sources: ColumnSources, totals: dict[Any, Any]) -> dict[str, Any]:
     """Each collection's columns and key; ColumnsError, before anything is written, for events whose
     shape does not match them (nothing lands, no input is marked as ingested)."""
-    wrapped = wrapped_descriptions(parsed)
+    wrapped = wrapped_descriptions(totals)
     if wrapped:
         log.info("column types of %s from the records' schema wrappers", ", ".join(sorted(wrapped)))
     described = sources.with_wrapped(wrapped).columns([c for c in totals if c is not None])
