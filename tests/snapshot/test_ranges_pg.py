@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.snapshot import ranges as ranges_module
-from cdc_backfill.snapshot.ranges import plan_ranges
+from cdc_backfill.snapshot.ranges import plan_ranges, table_pages
 from cdc_backfill.snapshot.sql import ChunkTable
 from tests.support.pg import sql
 
@@ -48,6 +48,10 @@ def test_ranges_cut_from_a_sample_are_contiguous_and_near_even(
     ct = ChunkTable(
         "public", "lines", ("order_id", "line_no", "qty"), ("order_id", "line_no"), ("bigint", "integer")
     )
+    engine = sa.create_engine(fresh_db)
+    with engine.connect() as conn:  # a table not partitioned has no partition tree: its own pages
+        assert table_pages(conn, ct) > 1000
+    engine.dispose()
     ranges = cut(fresh_db, ct, readers=2)
     assert len(ranges) == 8 and ranges[0][1] is None and ranges[-1][2] == ["49999", "3"]
     for (_, _, end), (_, start, _) in itertools.pairwise(ranges):
@@ -80,6 +84,14 @@ def test_a_partitioned_table_is_sampled_across_its_partitions_and_a_view_is_step
         "INSERT INTO parted SELECT generate_series(0, 99999)",
         "CREATE VIEW parted_view AS SELECT * FROM parted",
     )
+    engine = sa.create_engine(fresh_db)
+    with engine.connect() as conn:  # the sample's share of pages is taken of the partitions' pages
+        sizes = [
+            table_pages(conn, ChunkTable("public", t, ("id",), ("id",), ("integer",)))
+            for t in ("parted", "parted_1", "parted_2")
+        ]
+    engine.dispose()
+    assert sizes[0] == sizes[1] + sizes[2] and sizes[1] > 100
     for name in ("parted", "parted_view"):  # a view cannot be sampled: its ranges are stepped
         ranges = cut(fresh_db, ChunkTable("public", name, ("id",), ("id",), ("integer",)), readers=2)
         assert len(ranges) == 8 and ranges[-1][2] == ["99999"], name

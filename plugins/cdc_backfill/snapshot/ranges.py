@@ -31,10 +31,11 @@ RANGES_PER_READER = 4
 # leave each within about a tenth of even, for some 1,000 pages read whatever the table's size.
 SAMPLE_PAGES_PER_RANGE = 128
 MIN_SAMPLE_PER_RANGE = 20  # fewer sampled keys than this a range: cut by stepping through the keys
-# a table's pages, its partitions' for a partitioned table (whose own size is 0)
+# a table's pages; a partitioned table's are its partitions' (its own size is 0, and a table that is
+# not partitioned has no partition tree)
 TABLE_PAGES = (
-    "SELECT sum(pg_relation_size(relid)) / current_setting('block_size')::int"
-    " FROM pg_partition_tree(CAST(:rel AS regclass)) WHERE isleaf"
+    "SELECT (pg_relation_size(r) + coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree(r)"
+    " WHERE isleaf AND relid <> r), 0)) / current_setting('block_size')::int FROM CAST(:rel AS regclass) r"
 )
 
 Range = tuple[int, list[str] | None, list[str] | None]  # (range number, start after, up to)
@@ -103,8 +104,7 @@ def sampled_bounds(
         return []
     try:
         with conn.begin_nested():  # a server that cannot sample this table leaves the plan as it was
-            pages = conn.execute(sa.text(TABLE_PAGES), {"rel": quoted_table(ct.schema, ct.name)}).scalar_one()
-            percent = min(100.0, 100.0 * n * SAMPLE_PAGES_PER_RANGE / max(1, int(pages or 0)))
+            percent = min(100.0, 100.0 * n * SAMPLE_PAGES_PER_RANGE / max(1, table_pages(conn, ct)))
             stmt = bind(sample_keys_select(ct, dialect, percent), dialect)
             keys = [list(row) for row in conn.execute(stmt, key_params("hi", hi))]
     except sa.exc.DBAPIError as exc:
@@ -116,6 +116,12 @@ def sampled_bounds(
         return []
     # distinct keys in key order, so these boundaries rise strictly, each below the largest key
     return [[str(v) for v in keys[i * len(keys) // n]] for i in range(1, n)]
+
+
+def table_pages(conn: sa.Connection, ct: ChunkTable) -> int:
+    """How many pages a PostgreSQL table holds (its partitions' for a partitioned table)."""
+    pages = conn.execute(sa.text(TABLE_PAGES), {"rel": quoted_table(ct.schema, ct.name)}).scalar_one()
+    return int(pages or 0)
 
 
 def stepped_bounds(
