@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 RANGES_PER_READER = 4
 # pages sampled a range to cut a PostgreSQL table's ranges. A page holds neighbouring keys when rows
-# were inserted in key order, so what evens ranges is the number of pages, not of keys: 128 a range
-# leave each within about a tenth of even, for some 1,000 pages read whatever the table's size.
+# were inserted in key order, so what evens ranges is the number of pages, not of keys: with 128 a
+# range, a 10M-row table's 8 ranges came out within a fifth of even, from about 1,000 pages (0.1 s
+# against 1.1-1.4 s stepping through every key).
 SAMPLE_PAGES_PER_RANGE = 128
 MIN_SAMPLE_PER_RANGE = 20  # fewer sampled keys than this a range: cut by stepping through the keys
 # a table's pages; a partitioned table's are its partitions' (its own size is 0, and a table that is
