@@ -94,3 +94,15 @@ def test_the_last_fields_match_a_full_parse_of_random_rows() -> None:
         assert [None if rows[-1][i] is None else parsed[-1][i] for i in range(4)] == rows[-1]
         for count in (1, 2, 4):
             assert last_fields(data, count) == rows[-1][-count:], (data, count)
+
+
+def test_text_with_line_breaks_converts_past_a_block() -> None:
+    """Data longer than the reader's 8 MB block, with line breaks in values: a block must not end inside
+    a value."""
+    rows = [[b"%d" % i, b"line one\nline two %d" % i] for i in range(600_000)]
+    data = b"".join(csv_row(r) for r in rows)
+    assert len(data) > 16 << 20
+    table = text_table(data, [PgColumn("id", "integer", 23), PgColumn("note", "text", 25)])
+    assert table.num_rows == 600_000
+    assert table.column("note")[599_999].as_py() == "line one\nline two 599999"
+    assert table.column("id").to_pylist() == list(range(600_000))

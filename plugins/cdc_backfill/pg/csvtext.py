@@ -38,6 +38,9 @@ def text_table(data: bytes, columns: Sequence[PgColumn], text_columns: Sequence[
     table = pacsv.read_csv(
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(column_names=names, block_size=8 << 20),
+        # text may hold line breaks: without this, data longer than a block was cut at a line break
+        # inside a value (the rest a row of its own: "Expected 7 columns, got 1")
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
         convert_options=pacsv.ConvertOptions(
             column_types=types,
             true_values=["t"],
