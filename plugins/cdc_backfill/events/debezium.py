@@ -25,6 +25,7 @@ _UNAVAILABLE_FORMS = (UNAVAILABLE, _UNAVAILABLE_LIST, _UNAVAILABLE_B64)
 # A record with neither a Kafka key nor key columns known for its collection: ``ingest`` parses again
 # once it has found the key (the source's catalog), so it reads the collection back from the reason.
 MISSING_KEY = "missing key for {}: no Kafka key and no key columns known for it"
+MISSING_KEY_PREFIX = MISSING_KEY.split("{}")[0]  # what every such reason starts with
 _MISSING_KEY_RE = re.compile("^" + re.escape(MISSING_KEY).replace(r"\{\}", "(.+)") + "$")
 
 

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from cdc_backfill.names import quoted_table
 from cdc_backfill.snapshot.progress import NULL_RANGE
 from cdc_backfill.snapshot.sql import (
+    TABLE_PAGES,
     ChunkTable,
     boundary_select,
     compile_sql,
@@ -32,12 +33,6 @@ RANGES_PER_READER = 4
 # against 1.1-1.4 s stepping through every key).
 SAMPLE_PAGES_PER_RANGE = 128
 MIN_SAMPLE_PER_RANGE = 20  # fewer sampled keys than this a range: cut by stepping through the keys
-# a table's pages; a partitioned table's are its partitions' (its own size is 0, and a table that is
-# not partitioned has no partition tree)
-TABLE_PAGES = (
-    "SELECT (pg_relation_size(r) + coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree(r)"
-    " WHERE isleaf AND relid <> r), 0)) / current_setting('block_size')::int FROM CAST(:rel AS regclass) r"
-)
 
 Range = tuple[int, list[str] | None, list[str] | None]  # (range number, start after, up to)
 

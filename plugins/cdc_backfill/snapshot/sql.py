@@ -8,13 +8,13 @@ no row-value comparison, get the expanded form ``a > :a OR (a = :a AND b > :b)``
 
 from __future__ import annotations
 
-import functools
-import importlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
+
+from cdc_backfill.signals.tables import sql_dialect
 
 ROW_VALUE_DIALECTS = {"postgresql", "mysql"}
 _POSTCOMPILE = re.compile(r"__\[POSTCOMPILE_(\w+)\]")
@@ -22,13 +22,9 @@ _POSTCOMPILE = re.compile(r"__\[POSTCOMPILE_(\w+)\]")
 DRIVERS = {"postgresql": "psycopg2", "mssql": "pymssql", "oracle": "oracledb", "mysql": "pymysql"}
 
 
-@functools.cache
 def driver_dialect(dialect: str) -> sa.engine.Dialect:
-    """``dialect`` through its driver, imported when first asked (a PostgreSQL run never loads the
-    other three)."""
-    if dialect not in DRIVERS:
-        raise ValueError(f"no SQL dialect {dialect!r}: one of {', '.join(DRIVERS)}")
-    return importlib.import_module(f"sqlalchemy.dialects.{dialect}.{DRIVERS[dialect]}").dialect()
+    """``dialect`` through the driver the engine binds with (imported when first asked)."""
+    return sql_dialect(dialect, DRIVERS.get(dialect))
 
 
 class _Typed(sa.types.UserDefinedType):  # type: ignore[type-arg]
@@ -182,6 +178,14 @@ def sample_keys_select(t: ChunkTable, dialect: str, percent: float) -> sa.Select
         stmt = stmt.where(key_cols[0].is_not(None))
     stmt = stmt.where(_compare(key_cols, _key_params(t, "hi", dialect), "<=", True))
     return stmt.order_by(*key_cols)
+
+
+# the pages a PostgreSQL table holds (:rel, its quoted name); a partitioned table's are its
+# partitions' (its own size is 0, and a table that is not partitioned has no partition tree)
+TABLE_PAGES = (
+    "SELECT (pg_relation_size(r) + coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree(r)"
+    " WHERE isleaf AND relid <> r), 0)) / current_setting('block_size')::int FROM CAST(:rel AS regclass) r"
+)
 
 
 def count_select(t: ChunkTable, condition: str | None = None) -> sa.Select:  # type: ignore[type-arg]

@@ -24,7 +24,7 @@ from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import OPS, POSITION
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.eventlog.store import describe
-from cdc_backfill.events.debezium import MISSING_KEY, missing_key_collection
+from cdc_backfill.events.debezium import MISSING_KEY_PREFIX, missing_key_collection
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_new
@@ -58,7 +58,7 @@ def collection_totals(parsed: DataFrame) -> DataFrame:
     return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
         F.count_if(row).alias("events"),
         F.count_if(reason.isNotNull()).alias("quarantined"),
-        F.collect_set(F.when(reason.startswith(MISSING_KEY.split("{}")[0]), reason)).alias("keyless"),
+        F.collect_set(F.when(reason.startswith(MISSING_KEY_PREFIX), reason)).alias("keyless"),
         # what a schema wrapper says of a collection: on its first event in each file (few rows)
         F.collect_list(
             F.when(F.col("described").isNotNull(), F.struct("collection", "file", "described"))
