@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -19,6 +20,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_PG_URL_ENV = "CDC_BACKFILL_TEST_PG_URL"
+# The Spark jobs the tests start (a CLI command's or an Airflow task's spark-submit) each read a few
+# hundred rows: with the JVM's first compiler only, a job starts sooner and takes about 40% less CPU
+# (a trivial spark-submit: 6.8 s against 7.8-8.1 s, 7.1 CPU-s against 12.5). The shared session
+# (``spark`` below) keeps the default: it runs every test's queries, where the full compiler pays back
+# (tests/reconcile/spark/test_rules.py and test_formats.py: 156 s with the first compiler only, 136 s
+# without). A value the user set is kept.
+TEST_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,8 +36,10 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="cdc-airflow-")
     os.environ.setdefault("CDC_BACKFILL_HOME", str(ROOT))
     from cdc_backfill.runtime import apply_defaults
+    from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV
 
     apply_defaults(ROOT)
+    os.environ.setdefault(DRIVER_JAVA_OPTIONS_ENV, TEST_JOB_JAVA_OPTIONS)
 
 
 def in_ci() -> bool:
@@ -150,11 +160,30 @@ def spark():  # type: ignore[no-untyped-def]
     try:
         from cdc_backfill.spark.session import build_session
 
-        session = build_session("cdc_backfill_tests", master="local[2]", conf=_s3a_classpath())
+        with _without_job_java_options():
+            session = build_session("cdc_backfill_tests", master="local[2]", conf=_s3a_classpath())
     except Exception as exc:
         unavailable("Spark", exc)
     yield session
     session.stop()
+
+
+@contextmanager
+def _without_job_java_options() -> Iterator[None]:
+    """The environment without the jobs' JVM setting (TEST_JOB_JAVA_OPTIONS), while the shared session's
+    JVM starts: also out of SPARK_SUBMIT_OPTS, which an Airflow task run in this process sets from it."""
+    from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV
+
+    saved = {name: os.environ.get(name) for name in (DRIVER_JAVA_OPTIONS_ENV, "SPARK_SUBMIT_OPTS")}
+    for name, value in saved.items():
+        if value and TEST_JOB_JAVA_OPTIONS in value:
+            os.environ[name] = value.replace(TEST_JOB_JAVA_OPTIONS, "").strip()
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is not None:
+                os.environ[name] = value
 
 
 _S3A_JARS: list[Path] = []  # the S3 connector's jars, if they could be had (tests.support.jars)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.spark.classes import ARCHIVE_ENV, QUIET, archive_options, archive_path
-from cdc_backfill.spark.log4j import driver_java_options
+from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV, driver_java_options
 from cdc_backfill.spark.submit import submit_head
 
 
@@ -30,6 +30,7 @@ def test_an_archive_that_exists_is_mapped_by_the_driver_and_spark_submit(
 ) -> None:
     archive = tmp_path / "spark.jsa"
     monkeypatch.setenv(ARCHIVE_ENV, str(archive))
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)  # the user's come last
     assert archive_options() == ""  # not built yet: nothing to map
     archive.write_bytes(b"")
     assert driver_java_options().endswith(f"-XX:SharedArchiveFile={archive} {QUIET}")

@@ -1,4 +1,5 @@
-"""Spark's own (JVM) logging: warnings only, unless the user asks for detail (pure; no pyspark import).
+"""Spark's own (JVM) logging: warnings only, unless the user asks for detail; and the driver JVM's
+options, which carry it (pure; no pyspark import).
 
 Spark's default log4j2 profile logs at INFO to stderr: hundreds of ``INFO BlockManager ...`` lines per
 job, before the job's one summary line. Every entry point that starts a JVM (the session builder, the
@@ -46,13 +47,21 @@ def spark_log_level() -> str:
     return os.environ.get(SPARK_LOG_LEVEL_ENV, "WARN").upper()
 
 
+# more options for the driver's JVM, after the project's own: each entry point sets the driver's options
+# itself (spark-submit's --driver-java-options replaces spark.driver.extraJavaOptions of
+# spark-defaults.conf), so this is where heap, GC or JIT flags go
+DRIVER_JAVA_OPTIONS_ENV = "CDC_BACKFILL_DRIVER_JAVA_OPTIONS"
+
+
 def driver_java_options() -> str:
-    """The driver JVM's options: ``-Dlog4j2.configurationFile=...`` unless detail was asked for, and
-    Spark's class archive where there is one (``spark.classes``: a faster start)."""
+    """The driver JVM's options: ``-Dlog4j2.configurationFile=...`` unless detail was asked for,
+    Spark's class archive where there is one (``spark.classes``: a faster start), and the user's
+    (``CDC_BACKFILL_DRIVER_JAVA_OPTIONS``)."""
     from cdc_backfill.spark.classes import archive_options
 
     log4j = "" if spark_log_level() in _DETAILED else f"-Dlog4j2.configurationFile=file:{quiet_log4j2_file()}"
-    return " ".join(o for o in (log4j, archive_options()) if o)
+    extra = os.environ.get(DRIVER_JAVA_OPTIONS_ENV, "").strip()
+    return " ".join(o for o in (log4j, archive_options(), extra) if o)
 
 
 def with_driver_java_options(conf: dict[str, str]) -> dict[str, str]:

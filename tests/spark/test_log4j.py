@@ -1,0 +1,41 @@
+"""The driver JVM's options: the project's (quiet log, class archive), then the user's."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV, driver_java_options, with_driver_java_options
+from cdc_backfill.spark.submit import submit_head
+
+
+def test_the_users_options_come_last_wherever_a_driver_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, " -Xss4m -XX:+UseSerialGC ")
+    options = driver_java_options()
+    assert options.endswith(" -Xss4m -XX:+UseSerialGC") and "-Dlog4j2.configurationFile=" in options
+    head = submit_head("spark-submit", "local[*]", "job")  # the CLI's and the Airflow tasks' jobs
+    assert head[head.index("--driver-java-options") + 1] == options
+    conf = with_driver_java_options({"spark.driver.extraJavaOptions": "-Dmine=1"})  # a session built here
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dmine=1 {options}"
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_none_given_adds_nothing(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)
+    before = driver_java_options()
+    if value is not None:
+        monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, value)
+    assert driver_java_options() == before and not before.endswith(" ")
+
+
+def test_the_printed_command_carries_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
+    (tmp_path / "lake").mkdir()  # an empty landing zone (the tests' own jobs all run with this option)
+    res = subprocess.run(
+        ["cdc-backfill", "reconcile", "--landing", "lake", "--state", "state", "--print-command"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "-XX:TieredStopAtLevel=1'" in res.stdout, res.stdout  # inside --driver-java-options '...'
