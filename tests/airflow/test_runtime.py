@@ -1,0 +1,33 @@
+"""What a task that starts Java or Spark sets in its worker before it runs (operators.base)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV, driver_java_options
+
+pytestmark = pytest.mark.airflow
+
+
+def test_a_spark_task_gives_its_driver_the_projects_options_then_the_users(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cdc_backfill.airflow.operators.base import prepare_runtime
+
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")  # put back as it was after the test
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
+    monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, "-Xss4m")
+    prepare_runtime()
+    options = os.environ["SPARK_SUBMIT_OPTS"]  # spark-submit gives these to the driver in client mode
+    assert options == driver_java_options() and options.endswith(" -Xss4m"), options
+    assert "-Dlog4j2.configurationFile=" in options
+
+
+def test_options_set_in_the_worker_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cdc_backfill.airflow.operators.base import prepare_runtime
+
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
+    prepare_runtime()
+    assert os.environ["SPARK_SUBMIT_OPTS"] == "-Dmine=1"
