@@ -39,7 +39,9 @@ def verify_here(capsys, url: str, state: Path, collection: str, *extra: str) -> 
     """The command in this process (it uses the tests' Spark session): (exit status, stdout)."""
     capsys.readouterr()
     code = main(["verify", "--source", url, "--state", str(state), "--collection", collection, *extra])
-    return code, capsys.readouterr().out
+    printed = capsys.readouterr()
+    sys.stderr.write(printed.err)  # shown with a failure: why a verify could not run is printed there
+    return code, printed.out
 
 
 def range_of(report: dict, key: int) -> int:
