@@ -27,6 +27,7 @@ TEST_PG_URL_ENV = "CDC_BACKFILL_TEST_PG_URL"
 # (tests/reconcile/spark/test_rules.py and test_formats.py: 156 s with the first compiler only, 136 s
 # without). A value the user set is kept.
 TEST_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+_JOB_OPTIONS_SET_HERE: list[bool] = []  # one entry when pytest_configure set it (not the user)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,7 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV
 
     apply_defaults(ROOT)
-    os.environ.setdefault(DRIVER_JAVA_OPTIONS_ENV, TEST_JOB_JAVA_OPTIONS)
+    if DRIVER_JAVA_OPTIONS_ENV not in os.environ:
+        os.environ[DRIVER_JAVA_OPTIONS_ENV] = TEST_JOB_JAVA_OPTIONS
+        _JOB_OPTIONS_SET_HERE.append(True)
 
 
 def in_ci() -> bool:
@@ -171,9 +174,13 @@ def spark():  # type: ignore[no-untyped-def]
 @contextmanager
 def _without_job_java_options() -> Iterator[None]:
     """The environment without the jobs' JVM setting (TEST_JOB_JAVA_OPTIONS), while the shared session's
-    JVM starts: also out of SPARK_SUBMIT_OPTS, which an Airflow task run in this process sets from it."""
+    JVM starts: also out of SPARK_SUBMIT_OPTS, which an Airflow task run in this process sets from it.
+    Options the user set are left as they are."""
     from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV
 
+    if not _JOB_OPTIONS_SET_HERE:
+        yield
+        return
     saved = {name: os.environ.get(name) for name in (DRIVER_JAVA_OPTIONS_ENV, "SPARK_SUBMIT_OPTS")}
     for name, value in saved.items():
         if value and TEST_JOB_JAVA_OPTIONS in value:

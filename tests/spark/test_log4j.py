@@ -15,7 +15,7 @@ def test_the_users_options_come_last_wherever_a_driver_starts(monkeypatch: pytes
     monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, " -Xss4m -XX:+UseSerialGC ")
     options = driver_java_options()
     assert options.endswith(" -Xss4m -XX:+UseSerialGC") and "-Dlog4j2.configurationFile=" in options
-    head = submit_head("spark-submit", "local[*]", "job")  # the CLI's and the Airflow tasks' jobs
+    head = submit_head("spark-submit", "local[*]", "job")  # the CLI's jobs (Airflow's: test_runtime.py)
     assert head[head.index("--driver-java-options") + 1] == options
     conf = with_driver_java_options({"spark.driver.extraJavaOptions": "-Dmine=1"})  # a session built here
     assert conf["spark.driver.extraJavaOptions"] == f"-Dmine=1 {options}"
