@@ -97,7 +97,16 @@ def test_refusals_before_anything_runs(tmp_path: Path, capsys) -> None:  # type:
 
 
 @pytest.mark.pg
-def test_tables_that_cannot_be_verified(fresh_db: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_tables_that_cannot_be_verified(
+    fresh_db: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import cdc_backfill.spark.session
+
+    def no_spark(*_: object, **__: object) -> None:
+        raise AssertionError("verify started Spark before refusing the table")
+
+    # refused before a Spark session starts (a JVM's start, for a typo)
+    monkeypatch.setattr(cdc_backfill.spark.session, "build_session", no_spark)
     sql(fresh_db, "CREATE TABLE nokey (a int, b text)")
     for coll in ("public.nokey", "public.missing"):
         write_state(tmp_path, coll, [{"a": 1}])

@@ -20,7 +20,7 @@ from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.compare import RangeStats, compare
 from cdc_backfill.verify.recheck import ROUNDS, pending, recheck
-from cdc_backfill.verify.source import SourceSide, read_source, read_stats
+from cdc_backfill.verify.source import SourceSide, read_source, read_stats, read_table
 from cdc_backfill.verify.spark.at_position import AtPosition, state_at
 from cdc_backfill.verify.spark.stats import current_state, frame_stats, no_state_reason
 
@@ -72,6 +72,9 @@ def verify_now(
     for coll in collections:  # before the source is read: a typo is named at once
         if current_state(state_dir, coll) is None:
             raise VerifyError(no_state_reason(state_dir, coll))
+    with engine.connect() as conn:  # a table the source lacks, or without a key: refused before Spark starts
+        for coll in collections:
+            read_table(conn, coll)
     log.info("not verifying at one position: %s", not_exact)
     existing = SparkSession.getActiveSession()
     spark = build_session("cdc_backfill_verify", master=master)
