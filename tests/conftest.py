@@ -171,6 +171,21 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shared_session_first(request):  # type: ignore[no-untyped-def]
+    """When the run selected a test that uses Spark, the shared session starts before the first test.
+    A process has one JVM, whose class path is fixed when it starts: a command run in the process that
+    built a session first (``verify`` in-process) would leave the shared one without the S3 connector,
+    and a later S3 test failing with ``S3AFileSystem not found`` only in some orders of the tests."""
+    if any(
+        "spark" in item.fixturenames or item.get_closest_marker("spark") for item in request.session.items
+    ):
+        try:
+            request.getfixturevalue("spark")
+        except (pytest.skip.Exception, pytest.fail.Exception):
+            pass  # the tests that use it are told, each; the others run
+
+
 @contextmanager
 def _without_job_java_options() -> Iterator[None]:
     """The environment without the jobs' JVM setting (TEST_JOB_JAVA_OPTIONS), while the shared session's
