@@ -33,6 +33,7 @@ from bench.common import report, timed
 from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.pg.embedded import EmbeddedPostgres
+from cdc_backfill.reconcile.run_size import first_compiler_only
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
@@ -126,7 +127,10 @@ def _reconcile(work: Path, f: str, apart: bool = False) -> None:
     if f == "json" and apart:
         _submit(ingest_command(str(work / f), master=MASTER))
     ingest = f == "json" and not apart
-    _submit(reconcile_command(str(work / f), str(work / f"state-{f}"), master=MASTER, ingest=ingest))
+    landing, state = work / f, work / f"state-{f}"
+    # the product's choice of the driver's compiler (reconcile.run_size), as the task and the CLI make it
+    small = not ingest and first_compiler_only(landing, state, TABLES)
+    _submit(reconcile_command(str(landing), str(state), master=MASTER, ingest=ingest, small=small))
 
 
 def main() -> None:

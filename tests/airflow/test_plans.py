@@ -67,6 +67,19 @@ def test_reconcile_submit_is_the_cli_command_cut_for_spark_submit_operator() -> 
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("ingest", [False, True])
+def test_the_reconcile_tasks_arguments_read_back_as_given(ingest: bool) -> None:
+    """The reconcile task counts its run's rows from them (``reconcile.run_size``)."""
+    _, args = plans.reconcile_submit(
+        "s3://b/lake", "state", ["public.orders", "public.lines"], "public.sig", ingest
+    )
+    assert plans.reconcile_args(args) == plans.ReconcileArgs(
+        "s3://b/lake", "state", ("public.orders", "public.lines"), ingest
+    )
+    _, args = plans.reconcile_submit("lake", "state", [], "public.sig")
+    assert plans.reconcile_args(args).collections == ()
+
+
 def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:
     assert not stream_passed((0, 0), 100)
     assert not stream_passed((99, 120), 100)  # a commit before the fence (its changes may be later)

@@ -31,3 +31,29 @@ def test_options_set_in_the_worker_are_kept(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
     prepare_runtime()
     assert os.environ["SPARK_SUBMIT_OPTS"] == "-Dmine=1"
+
+
+def test_a_small_reconcile_task_runs_its_driver_with_the_first_compiler_only(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from cdc_backfill.airflow import plans
+    from cdc_backfill.airflow.operators.base import prepare_runtime
+    from cdc_backfill.airflow.operators.reconcile import CdcReconcileOperator
+    from cdc_backfill.spark.log4j import FIRST_COMPILER_ONLY
+
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")  # put back as it was after the test
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)
+    (tmp_path / "lake").mkdir()  # nothing landed: the smallest run
+    application, args = plans.reconcile_submit(
+        str(tmp_path / "lake"), str(tmp_path / "state"), [], "public.sig"
+    )
+    task = CdcReconcileOperator(task_id="reconcile", application=application, application_args=args)
+    assert task._small()
+    with_json = CdcReconcileOperator(
+        task_id="r2", application=application, application_args=[*args, "--ingest"]
+    )
+    assert not with_json._small()  # its JSON is not counted before the job
+    prepare_runtime(first_compiler_only=True)
+    assert os.environ["SPARK_SUBMIT_OPTS"] == driver_java_options(True)
+    assert FIRST_COMPILER_ONLY in os.environ["SPARK_SUBMIT_OPTS"]

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV, driver_java_options, with_driver_java_options
+from cdc_backfill.spark.log4j import (
+    DRIVER_JAVA_OPTIONS_ENV,
+    FIRST_COMPILER_ONLY,
+    driver_java_options,
+    with_driver_java_options,
+)
 from cdc_backfill.spark.submit import submit_head
 
 
@@ -39,3 +44,32 @@ def test_the_printed_command_carries_them(tmp_path: Path, monkeypatch: pytest.Mo
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "-XX:TieredStopAtLevel=1'" in res.stdout, res.stdout  # inside --driver-java-options '...'
+
+
+def test_a_short_job_runs_the_first_compiler_only_unless_the_user_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)
+    assert FIRST_COMPILER_ONLY not in driver_java_options()
+    assert driver_java_options(first_compiler_only=True).endswith(f" {FIRST_COMPILER_ONLY}")
+    head = submit_head("spark-submit", "local[*]", "job", first_compiler_only=True)
+    assert FIRST_COMPILER_ONLY in head[head.index("--driver-java-options") + 1]
+    monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, "-XX:TieredStopAtLevel=4")  # the JVM takes the last one
+    assert driver_java_options(first_compiler_only=True).endswith(
+        f"{FIRST_COMPILER_ONLY} -XX:TieredStopAtLevel=4"
+    )
+
+
+def test_a_small_reconcile_is_printed_with_the_first_compiler_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty landing zone is the smallest run (``reconcile.run_size``); the printed command is the
+    one that runs."""
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)
+    (tmp_path / "lake").mkdir()
+    res = subprocess.run(
+        ["cdc-backfill", "reconcile", "--landing", "lake", "--state", "state", "--print-command"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"{FIRST_COMPILER_ONLY}'" in res.stdout, res.stdout

@@ -163,6 +163,31 @@ def reconcile_submit(
     return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_table]
 
 
+@dataclass(frozen=True)
+class ReconcileArgs:
+    """What a reconcile task's application arguments (:func:`reconcile_submit`) name."""
+
+    landing: str
+    state: str
+    collections: tuple[str, ...]
+    ingest: bool  # JSON to ingest first: the run's size is not known before the job
+
+
+def reconcile_args(args: Sequence[str]) -> ReconcileArgs:
+    """The arguments :func:`reconcile_submit` gave, read back (as the task has them, rendered)."""
+
+    def value(flag: str) -> str:
+        return str(args[list(args).index(flag) + 1])
+
+    names: list[str] = []
+    if "--collections" in args:
+        for part in args[list(args).index("--collections") + 1 :]:
+            if str(part).startswith("--"):
+                break
+            names.append(str(part))
+    return ReconcileArgs(value("--landing"), value("--state"), tuple(names), "--ingest" in args)
+
+
 # ---------------------------------------------------------------- the stream and its fences
 
 

@@ -39,7 +39,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         return 0
     cmd = reconcile_command(
         args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
-        signal_table=args.signal_table,
+        signal_table=args.signal_table, small=_small(args),
     )  # fmt: skip
     if args.print_command:
         print(shlex.join(cmd))
@@ -63,6 +63,16 @@ def _nothing_new(args: argparse.Namespace) -> bool:
           file=sys.stderr)  # fmt: skip
     print(json.dumps({"events": 0, "collections": {}, "nothing_new": True}))
     return True
+
+
+def _small(args: argparse.Namespace) -> bool:
+    """Whether the run is small enough for the driver JVM's first compiler only (``reconcile.run_size``)."""
+    from cdc_backfill.reconcile.columns import landed_collections
+    from cdc_backfill.reconcile.run_size import first_compiler_only
+
+    landing = lake_path(args.landing)
+    names = args.collections or landed_collections(landing, args.signal_table)
+    return first_compiler_only(landing, lake_path(args.state), names)
 
 
 def unknown_collections(landing: Path, asked: list[str], signal_table: str) -> str | None:

@@ -9,10 +9,10 @@ from cdc_backfill.runtime import project_root
 from cdc_backfill.spark.log4j import driver_java_options
 
 
-def submit_head(spark_submit: str, master: str, name: str) -> list[str]:
-    """spark-submit, its master, the application's name and the driver's log settings."""
+def submit_head(spark_submit: str, master: str, name: str, first_compiler_only: bool = False) -> list[str]:
+    """spark-submit, its master, the application's name and the driver's JVM options."""
     cmd = [spark_submit, "--master", master, "--name", name]
-    java_options = driver_java_options()
+    java_options = driver_java_options(first_compiler_only)
     if java_options:
         cmd += ["--driver-java-options", java_options]
     return cmd
@@ -28,9 +28,11 @@ def reconcile_command(
     verbose: bool = False,
     signal_table: str | None = None,
     ingest: bool = False,
+    small: bool = False,
 ) -> list[str]:
+    """``small``: the run is known to be short (``reconcile.run_size.small_run``)."""
     job = project_root() / "spark_jobs" / "reconcile.py"
-    cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile")
+    cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile", first_compiler_only=small)
     for key, value in sorted((conf or {}).items()):
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(job), "--landing", landing, "--state", state]

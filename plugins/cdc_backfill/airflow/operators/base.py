@@ -15,16 +15,19 @@ from cdc_backfill.airflow.hooks import CdcSourceHook
 log = logging.getLogger(__name__)
 
 
-def prepare_runtime(context: Context | None = None, spark_conn_id: str | None = None) -> None:
+def prepare_runtime(
+    context: Context | None = None, spark_conn_id: str | None = None, first_compiler_only: bool = False
+) -> None:
     """``pre_execute`` of tasks that start Java or Spark: the embedded defaults (JAVA_HOME, SPARK_HOME,
     the venv's bin on PATH for spark-submit) in the worker, without overwriting what is set; Spark's
-    JVM log at WARN (the task log shows the job's own steps, not hundreds of INFO lines)."""
+    JVM log at WARN (the task log shows the job's own steps, not hundreds of INFO lines).
+    ``first_compiler_only``: the job is known to be short (``reconcile.run_size``)."""
     from cdc_backfill.runtime import apply_defaults
     from cdc_backfill.spark.log4j import driver_java_options
 
     apply_defaults()
     # spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM in client mode
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options())
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options(first_compiler_only))
     # a local master binds to the loopback address, as `cdc-backfill reconcile` does (else Spark warns
     # twice in the task log that the host name resolves to one)
     if spark_conn_id and _spark_host(spark_conn_id).startswith("local"):

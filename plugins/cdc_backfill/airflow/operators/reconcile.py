@@ -8,6 +8,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Context
 
+from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import prepare_runtime
 
 
@@ -20,5 +21,16 @@ class CdcReconcileOperator(SparkSubmitOperator):
         self.spark_conn_id = conn_id
 
     def execute(self, context: Context) -> None:
-        prepare_runtime(context, spark_conn_id=self.spark_conn_id)
+        prepare_runtime(context, spark_conn_id=self.spark_conn_id, first_compiler_only=self._small())
         super().execute(context)
+
+    def _small(self) -> bool:
+        """As the CLI decides (``reconcile.run_size``); not when the job ingests JSON first, whose events
+        are not counted yet."""
+        from cdc_backfill.lakepath import lake_path
+        from cdc_backfill.reconcile.run_size import first_compiler_only
+
+        args = plans.reconcile_args(self.application_args or [])
+        if args.ingest:
+            return False
+        return first_compiler_only(lake_path(args.landing), lake_path(args.state), args.collections)

@@ -1,0 +1,58 @@
+"""The rows a reconcile run reads, counted before its Spark job (pure, no Spark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.layout import rolls_dir, snapshot_dir
+from cdc_backfill.reconcile.run_size import SMALL_RUN_ROWS, run_rows, small_run
+from tests.support.state import write_state
+
+ORDERS, TAGS = "public.orders", "public.tags"
+
+
+def _manifest(landing: Path, last: tuple[int, ...], events: int) -> None:
+    rolls = rolls_dir(landing)
+    rolls.mkdir(parents=True, exist_ok=True)
+    doc = {"files": [f"{ORDERS}/v0001/x{last[0]}.parquet"], "position": list(last), "events": events}
+    (rolls / f"r{position_key(last).hex()}.json").write_text(json.dumps(doc))
+
+
+def _chunk(landing: Path, collection: str, name: str, rows: int) -> None:
+    folder = snapshot_dir(landing, collection)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": list(range(rows))}), folder / f"{name}.parquet")
+
+
+def test_a_run_counts_new_events_once_and_each_collections_state_and_read_rows(tmp_path: Path) -> None:
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    assert run_rows(landing, state, [ORDERS]) == 0  # nothing landed yet: the smallest run
+    _manifest(landing, (1, 5), 700)  # a manifest's events are every collection's
+    _manifest(landing, (1, 9), 300)
+    _chunk(landing, ORDERS, "c1", 40)
+    _chunk(landing, TAGS, "c2", 2)
+    assert run_rows(landing, state, [ORDERS, TAGS]) == 1000 + 40 + 2
+    write_state(state, TAGS, [{"id": i} for i in range(25)])  # read at (1, 2): every manifest is new to it
+    assert run_rows(landing, state, [ORDERS, TAGS]) == 1000 + 40 + 2 + 25
+    assert run_rows(landing, state, [TAGS]) == 1000 + 2 + 25
+
+
+def test_counting_stops_past_the_limit_before_reading_every_footer(tmp_path: Path) -> None:
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    _manifest(landing, (1, 5), 100)
+    for i in range(70):  # more than one batch of footers
+        _chunk(landing, ORDERS, f"c{i:03d}", 10)
+    assert run_rows(landing, state, [ORDERS]) == 100 + 700
+    assert run_rows(landing, state, [ORDERS], limit=150) == 100 + 640  # the first 64 footers, then over
+    assert run_rows(landing, state, [ORDERS], limit=50) == 100  # over on the events alone: no footer read
+
+
+def test_small_runs_are_those_known_to_be_at_most_the_limit() -> None:
+    assert small_run(0) and small_run(SMALL_RUN_ROWS)
+    assert not small_run(SMALL_RUN_ROWS + 1)
+    assert not small_run(None)  # not known: the default compilers
