@@ -77,7 +77,8 @@ def test_the_reconcile_tasks_arguments_read_back_as_given(ingest: bool) -> None:
         "s3://b/lake", "state", ("public.orders", "public.lines"), ingest
     )
     _, args = plans.reconcile_submit("lake", "state", [], "public.sig")
-    assert plans.reconcile_args(args).collections == ()
+    assert plans.reconcile_args(args) == plans.ReconcileArgs("lake", "state", (), False)
+    assert plans.reconcile_args(["--verbose"]) is None and plans.reconcile_args(["--landing"]) is None
 
 
 def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:

@@ -54,6 +54,8 @@ def test_a_small_reconcile_task_runs_its_driver_with_the_first_compiler_only(
         task_id="r2", application=application, application_args=[*args, "--ingest"]
     )
     assert not with_json._small()  # its JSON is not counted before the job
+    other = CdcReconcileOperator(task_id="r3", application=application, application_args=["--verbose"])
+    assert not other._small()  # arguments the project did not give: both compilers
     prepare_runtime(first_compiler_only=True)
     assert os.environ["SPARK_SUBMIT_OPTS"] == driver_java_options(True)
     assert FIRST_COMPILER_ONLY in os.environ["SPARK_SUBMIT_OPTS"]

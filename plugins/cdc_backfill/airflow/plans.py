@@ -173,18 +173,22 @@ class ReconcileArgs:
     ingest: bool  # JSON to ingest first: the run's size is not known before the job
 
 
-def reconcile_args(args: Sequence[str]) -> ReconcileArgs:
-    """The arguments :func:`reconcile_submit` gave, read back (as the task has them, rendered)."""
+def reconcile_args(args: Sequence[str]) -> ReconcileArgs | None:
+    """The arguments :func:`reconcile_submit` gave, read back (as the task has them, rendered); None
+    for arguments it did not give (no landing or state named)."""
+    args = [str(a) for a in args]
+    if not all(flag in args[:-1] for flag in ("--landing", "--state")):
+        return None
 
     def value(flag: str) -> str:
-        return str(args[list(args).index(flag) + 1])
+        return args[args.index(flag) + 1]
 
     names: list[str] = []
     if "--collections" in args:
-        for part in args[list(args).index("--collections") + 1 :]:
-            if str(part).startswith("--"):
+        for part in args[args.index("--collections") + 1 :]:
+            if part.startswith("--"):
                 break
-            names.append(str(part))
+            names.append(part)
     return ReconcileArgs(value("--landing"), value("--state"), tuple(names), "--ingest" in args)
 
 

@@ -31,6 +31,6 @@ class CdcReconcileOperator(SparkSubmitOperator):
         from cdc_backfill.reconcile.run_size import first_compiler_only
 
         args = plans.reconcile_args(self.application_args or [])
-        if args.ingest:
+        if args is None or args.ingest:
             return False
         return first_compiler_only(lake_path(args.landing), lake_path(args.state), args.collections)
