@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.spark.log4j import is_jvm_noise, spark_log_level, with_driver_java_options
+from cdc_backfill.spark.submit import LOCAL_DRIVER_MEMORY
 from cdc_backfill.storage import spark_conf
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ LOCAL_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "64",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.memory": "2g",
+    "spark.driver.memory": LOCAL_DRIVER_MEMORY,
 }
 
 

@@ -71,10 +71,19 @@ def ingest_command(
     return cmd
 
 
+# A local driver's heap, as a session built in the process gets it (spark.session.LOCAL_CONF): spark-submit
+# starts the JVM with 1g otherwise, in which ingest of a Debezium landing's 50 MB files ran out of heap.
+LOCAL_DRIVER_MEMORY = "2g"
+
+
 def submit_environ(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a spark-submit: a local master binds to the loopback address (else Spark
-    warns that the host name resolves to one, on every run)."""
+    """The environment for a spark-submit. A local master binds to the loopback address (else Spark
+    warns that the host name resolves to one, on every run) and its driver gets
+    :data:`LOCAL_DRIVER_MEMORY` through ``SPARK_DRIVER_MEMORY``, which spark-submit reads last: a
+    ``spark.driver.memory`` of the user's (``spark-defaults.conf``, ``--conf``) or their own
+    ``SPARK_DRIVER_MEMORY`` wins."""
     env = dict(os.environ if environ is None else environ)
     if master.startswith("local"):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        env.setdefault("SPARK_DRIVER_MEMORY", LOCAL_DRIVER_MEMORY)
     return env

@@ -24,14 +24,16 @@ def prepare_runtime(
     ``first_compiler_only``: the job is known to be short (``reconcile.run_size``)."""
     from cdc_backfill.runtime import apply_defaults
     from cdc_backfill.spark.log4j import driver_java_options
+    from cdc_backfill.spark.submit import submit_environ
 
     apply_defaults()
     # spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM in client mode
     os.environ.setdefault("SPARK_SUBMIT_OPTS", driver_java_options(first_compiler_only))
-    # a local master binds to the loopback address, as `cdc-backfill reconcile` does (else Spark warns
-    # twice in the task log that the host name resolves to one)
+    # a local master binds to the loopback address and gets the CLI's driver heap, as `cdc-backfill
+    # reconcile` does (spark.submit.submit_environ: else Spark warns twice in the task log that the host
+    # name resolves to one, and the driver has spark-submit's 1g)
     if spark_conn_id and _spark_host(spark_conn_id).startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.update(submit_environ("local", os.environ))
 
 
 def _spark_host(conn_id: str) -> str:
