@@ -127,3 +127,21 @@ def test_verify_refuses_a_source_it_cannot_read(tmp_path, capsys) -> None:  # ty
     assert code == 2 and err == "cannot verify: verify reads PostgreSQL sources only, not a mssql source\n", (
         err
     )
+
+
+def test_a_job_that_ran_out_of_heap_ends_with_what_to_do(capsys) -> None:  # type: ignore[no-untyped-def]
+    """As `cdc-backfill ingest` of 50 MB files did in a 1g driver: Spark's traces, exit 52, then the one
+    line that says what to do."""
+    import os
+    import sys
+
+    from cdc_backfill.cli.reconcile import OUT_OF_MEMORY_HINT, submit_and_relay
+
+    job = "import sys; print('20:11:48 ERROR Executor: Exception in task 3.0 in stage 0.0 (TID 3)'); " \
+          "print('java.lang.OutOfMemoryError: Java heap space'); print('\tat java.base/x'); sys.exit({})"  # fmt: skip
+    assert submit_and_relay([sys.executable, "-c", job.format(52)], dict(os.environ)) == 52
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == OUT_OF_MEMORY_HINT and "SPARK_DRIVER_MEMORY=4g" in OUT_OF_MEMORY_HINT
+    assert "Java heap space" in err  # Spark's own lines stay above it
+    assert submit_and_relay([sys.executable, "-c", job.format(0)], dict(os.environ)) == 0  # a task retried
+    assert OUT_OF_MEMORY_HINT not in capsys.readouterr().err

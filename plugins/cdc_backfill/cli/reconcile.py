@@ -107,6 +107,14 @@ def reread_hint(summary: dict[str, Any], state: str) -> None:
             )
 
 
+OUT_OF_MEMORY = "java.lang.OutOfMemoryError"
+OUT_OF_MEMORY_HINT = (
+    "cdc-backfill: the Spark driver ran out of memory (java.lang.OutOfMemoryError above): run it again "
+    "with a larger heap, for example SPARK_DRIVER_MEMORY=4g before the command (2g by default on a local "
+    "master), or spark.driver.memory in spark-defaults.conf"
+)
+
+
 def submit_and_relay(
     cmd: list[str], env: dict[str, str], on_summary: Callable[[dict[str, Any]], None] | None = None
 ) -> int:
@@ -118,14 +126,18 @@ def submit_and_relay(
     # the JVM's own stderr too, so that its noise (``is_jvm_noise``) is left out
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     summary = None
+    out_of_memory = False
     assert proc.stdout is not None
     for line in proc.stdout:
         if is_summary_line(line):
             summary = line
         elif not is_jvm_noise(line):
+            out_of_memory = out_of_memory or OUT_OF_MEMORY in line
             sys.stderr.write(line)
             sys.stderr.flush()
     code = proc.wait()
+    if code != 0 and out_of_memory:  # the traces above are Spark's: say what to do, last
+        print(OUT_OF_MEMORY_HINT, file=sys.stderr)
     if summary is not None:
         sys.stdout.write(summary)
         if on_summary is not None:
