@@ -129,7 +129,7 @@ def _reconcile(work: Path, f: str, apart: bool = False) -> None:
     ingest = f == "json" and not apart
     landing, state = work / f, work / f"state-{f}"
     # the product's choice of the driver's compiler (reconcile.run_size), as the task and the CLI make it
-    small = not ingest and first_compiler_only(landing, state, TABLES)
+    small = first_compiler_only(landing, state, TABLES, ingest=ingest)
     _submit(reconcile_command(str(landing), str(state), master=MASTER, ingest=ingest, small=small))
 
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import rolls_dir, snapshot_dir
-from cdc_backfill.reconcile.run_size import SMALL_RUN_ROWS, run_rows, small_run
+from cdc_backfill.reconcile.run_size import SMALL_RUN_ROWS, first_compiler_only, run_rows, small_run
 from tests.support.state import write_state
 
 ORDERS, TAGS = "public.orders", "public.tags"
@@ -56,3 +56,9 @@ def test_small_runs_are_those_known_to_be_at_most_the_limit() -> None:
     assert small_run(0) and small_run(SMALL_RUN_ROWS)
     assert not small_run(SMALL_RUN_ROWS + 1)
     assert not small_run(None)  # not known: the default compilers
+
+
+def test_a_job_that_ingests_json_first_keeps_both_compilers(tmp_path: Path) -> None:
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    assert first_compiler_only(landing, state, [ORDERS])  # nothing landed: the smallest run
+    assert not first_compiler_only(landing, state, [ORDERS], ingest=True)  # its JSON is not counted

@@ -49,15 +49,21 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     )
 
 
+def _collections(args: argparse.Namespace) -> list[str]:
+    """The collections the run reconciles: those asked for, else every one landed."""
+    from cdc_backfill.reconcile.columns import landed_collections
+
+    return args.collections or landed_collections(lake_path(args.landing), args.signal_table)
+
+
 def _nothing_new(args: argparse.Namespace) -> bool:
     """A run that would change nothing is not run: no Spark, no new version (older ones stay kept).
     Its summary says so, in the job's form."""
-    from cdc_backfill.reconcile.columns import landed_collections
     from cdc_backfill.reconcile.runs import nothing_new
 
-    landing = lake_path(args.landing)
-    names = args.collections or landed_collections(landing, args.signal_table)
-    if args.print_command or not nothing_new(landing, lake_path(args.state), names):
+    if args.print_command or not nothing_new(
+        lake_path(args.landing), lake_path(args.state), _collections(args)
+    ):
         return False
     print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
           file=sys.stderr)  # fmt: skip
@@ -67,12 +73,9 @@ def _nothing_new(args: argparse.Namespace) -> bool:
 
 def _small(args: argparse.Namespace) -> bool:
     """Whether the run is small enough for the driver JVM's first compiler only (``reconcile.run_size``)."""
-    from cdc_backfill.reconcile.columns import landed_collections
     from cdc_backfill.reconcile.run_size import first_compiler_only
 
-    landing = lake_path(args.landing)
-    names = args.collections or landed_collections(landing, args.signal_table)
-    return first_compiler_only(landing, lake_path(args.state), names)
+    return first_compiler_only(lake_path(args.landing), lake_path(args.state), _collections(args))
 
 
 def unknown_collections(landing: Path, asked: list[str], signal_table: str) -> str | None:

@@ -59,10 +59,13 @@ def small_run(rows: int | None) -> bool:
     return rows is not None and rows <= SMALL_RUN_ROWS
 
 
-def first_compiler_only(landing: Path, state: Path, collections: Iterable[str]) -> bool:
+def first_compiler_only(landing: Path, state: Path, collections: Iterable[str], ingest: bool = False) -> bool:
     """Whether a reconcile of ``collections`` starts its driver with the JIT's first compiler only (the
-    CLI's and the Airflow task's one decision). A count that fails gives the default compilers: only
-    the compiler depends on it, and the job meets the cause and reports it."""
+    CLI's and the Airflow task's one decision). Not for a job that ingests JSON first (``ingest``):
+    its events are not counted before it. A count that fails gives the default compilers: only the
+    compiler depends on it, and the job meets the cause and reports it."""
+    if ingest:
+        return False
     try:
         rows = run_rows(landing, state, collections)
     except Exception as exc:

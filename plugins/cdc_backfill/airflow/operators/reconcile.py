@@ -25,12 +25,13 @@ class CdcReconcileOperator(SparkSubmitOperator):
         super().execute(context)
 
     def _small(self) -> bool:
-        """As the CLI decides (``reconcile.run_size``); not when the job ingests JSON first, whose events
-        are not counted yet."""
+        """As the CLI decides (``reconcile.run_size``); arguments the project did not give keep both
+        compilers."""
         from cdc_backfill.lakepath import lake_path
         from cdc_backfill.reconcile.run_size import first_compiler_only
 
         args = plans.reconcile_args(self.application_args or [])
-        if args is None or args.ingest:
+        if args is None:
             return False
-        return first_compiler_only(lake_path(args.landing), lake_path(args.state), args.collections)
+        landing, state = lake_path(args.landing), lake_path(args.state)
+        return first_compiler_only(landing, state, args.collections, ingest=args.ingest)
