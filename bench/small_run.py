@@ -33,7 +33,7 @@ from bench.common import report, timed
 from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.pg.embedded import EmbeddedPostgres
-from cdc_backfill.reconcile.run_size import first_compiler_only
+from cdc_backfill.reconcile.run_size import first_compiler_only, first_compiler_only_to_ingest
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
@@ -124,11 +124,13 @@ def _submit(cmd: list[str]) -> None:
 def _reconcile(work: Path, f: str, apart: bool = False) -> None:
     """The reconcile as the Airflow task runs it: one job, which ingests a JSON landing's new files
     first; ``apart``: ``ingest`` as a job of its own before the reconcile, as typed by hand."""
-    if f == "json" and apart:
-        _submit(ingest_command(str(work / f), master=MASTER))
-    ingest = f == "json" and not apart
     landing, state = work / f, work / f"state-{f}"
-    # the product's choice of the driver's compiler (reconcile.run_size), as the task and the CLI make it
+    # the product's choices of the driver's compiler (reconcile.run_size), as the task and the CLI make them
+    if f == "json" and apart:
+        _submit(
+            ingest_command(str(landing), master=MASTER, small=first_compiler_only_to_ingest(landing, None))
+        )
+    ingest = f == "json" and not apart
     small = first_compiler_only(landing, state, TABLES, ingest=ingest)
     _submit(reconcile_command(str(landing), str(state), master=MASTER, ingest=ingest, small=small))
 

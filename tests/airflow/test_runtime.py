@@ -39,6 +39,7 @@ def test_a_small_reconcile_task_runs_its_driver_with_the_first_compiler_only(
     from cdc_backfill.airflow import plans
     from cdc_backfill.airflow.operators.base import prepare_runtime
     from cdc_backfill.airflow.operators.reconcile import CdcReconcileOperator
+    from cdc_backfill.reconcile import run_size
     from cdc_backfill.spark.log4j import FIRST_COMPILER_ONLY
 
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")  # put back as it was after the test
@@ -53,7 +54,11 @@ def test_a_small_reconcile_task_runs_its_driver_with_the_first_compiler_only(
     with_json = CdcReconcileOperator(
         task_id="r2", application=application, application_args=[*args, "--ingest"]
     )
-    assert not with_json._small()  # its JSON is not counted before the job
+    (tmp_path / "lake" / "stream").mkdir()
+    (tmp_path / "lake" / "stream" / "batch.jsonl").write_bytes(b"x" * 1000)
+    assert with_json._small()  # its JSON counted by its bytes
+    monkeypatch.setattr(run_size, "SMALL_INGEST_BYTES", 999)
+    assert not with_json._small()
     other = CdcReconcileOperator(task_id="r3", application=application, application_args=["--verbose"])
     assert not other._small()  # arguments the project did not give: both compilers
     prepare_runtime(first_compiler_only=True)

@@ -7,10 +7,19 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import rolls_dir, snapshot_dir
-from cdc_backfill.reconcile.run_size import SMALL_RUN_ROWS, first_compiler_only, run_rows, small_run
+from cdc_backfill.layout import rolls_dir, snapshot_dir, stream_dir
+from cdc_backfill.reconcile import run_size
+from cdc_backfill.reconcile.run_size import (
+    JSON_EVENT_BYTES,
+    SMALL_RUN_ROWS,
+    first_compiler_only,
+    first_compiler_only_to_ingest,
+    run_rows,
+    small_run,
+)
 from tests.support.state import write_state
 
 ORDERS, TAGS = "public.orders", "public.tags"
@@ -58,7 +67,33 @@ def test_small_runs_are_those_known_to_be_at_most_the_limit() -> None:
     assert not small_run(None)  # not known: the default compilers
 
 
-def test_a_job_that_ingests_json_first_keeps_both_compilers(tmp_path: Path) -> None:
+def test_a_job_that_ingests_json_first_counts_it_by_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     landing, state = tmp_path / "landing", tmp_path / "state"
-    assert first_compiler_only(landing, state, [ORDERS])  # nothing landed: the smallest run
-    assert not first_compiler_only(landing, state, [ORDERS], ingest=True)  # its JSON is not counted
+    own = stream_dir(landing)
+    own.mkdir(parents=True)
+    (own / "a.jsonl").write_bytes(b"x" * 1000)
+    _manifest(landing, (1, 5), 100)
+    assert first_compiler_only(landing, state, [ORDERS], ingest=True)
+    monkeypatch.setattr(run_size, "SMALL_RUN_ROWS", 100 + 1000 // JSON_EVENT_BYTES)
+    assert first_compiler_only(landing, state, [ORDERS], ingest=True)  # its JSON as events: at the limit
+    monkeypatch.setattr(run_size, "SMALL_RUN_ROWS", 100 + 1000 // JSON_EVENT_BYTES - 1)
+    assert not first_compiler_only(landing, state, [ORDERS], ingest=True)
+    assert first_compiler_only(landing, state, [ORDERS])  # a job that does not ingest does not count it
+    monkeypatch.setattr(run_size, "SMALL_INGEST_BYTES", 999)
+    monkeypatch.setattr(run_size, "SMALL_RUN_ROWS", SMALL_RUN_ROWS)
+    assert not first_compiler_only(landing, state, [ORDERS], ingest=True)  # more JSON than a small job's
+
+
+def test_an_ingest_is_small_by_the_bytes_of_its_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    landing = tmp_path / "landing"
+    assert first_compiler_only_to_ingest(landing, None)  # nothing to ingest
+    own = stream_dir(landing)
+    own.mkdir(parents=True)
+    (own / "a.jsonl").write_bytes(b"x" * 1000)
+    assert first_compiler_only_to_ingest(landing, None)
+    assert first_compiler_only_to_ingest(landing, [own / "a.jsonl"])
+    monkeypatch.setattr(run_size, "SMALL_INGEST_BYTES", 999)
+    assert not first_compiler_only_to_ingest(landing, None)
+    assert not first_compiler_only_to_ingest(landing, [tmp_path / "typo"])  # not counted: both compilers

@@ -73,3 +73,18 @@ def test_a_small_reconcile_is_printed_with_the_first_compiler_only(
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert f"{FIRST_COMPILER_ONLY}'" in res.stdout, res.stdout
+
+
+def test_a_small_ingest_is_printed_with_the_first_compiler_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A landing's few kilobytes of JSON are a small ingest (``reconcile.run_size``)."""
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)
+    (tmp_path / "lake" / "stream").mkdir(parents=True)
+    (tmp_path / "lake" / "stream" / "batch.jsonl").write_text('{"payload": null}\n')
+    res = subprocess.run(
+        ["cdc-backfill", "ingest", "--landing", "lake", "--print-command"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"{FIRST_COMPILER_ONLY}'" in res.stdout, res.stdout

@@ -17,6 +17,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
     from cdc_backfill.ingest.columns import ColumnsError, read_column_types
     from cdc_backfill.ingest.inputs import InputError
+    from cdc_backfill.reconcile.run_size import first_compiler_only_to_ingest
     from cdc_backfill.spark.submit import ingest_command, submit_environ
 
     def refuse(message: str) -> int:
@@ -37,9 +38,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     except (ColumnsError, ConfigError, InputError) as exc:
         return refuse(str(exc))
     lake_path(args.landing).mkdir(parents=True, exist_ok=True)
+    small = first_compiler_only_to_ingest(
+        lake_path(args.landing), [lake_path(p) for p in args.inputs] or None
+    )
     cmd = ingest_command(
         args.landing, [str(lake_path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
-        column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose,
+        column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose, small=small,
     )  # fmt: skip
     if args.print_command:
         print(shlex.join(cmd))

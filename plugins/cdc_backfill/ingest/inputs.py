@@ -69,6 +69,26 @@ def event_files(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in out))
 
 
+def ingest_paths(landing: Path, paths: list[Path] | None) -> list[Path]:
+    """What an ingest of ``paths`` reads: those given, else (None, or none given) the landing's own
+    ``stream/``; nothing when that is missing or empty (not an error: there is nothing to do)."""
+    if paths is None:
+        own = stream_dir(landing)
+        return [own] if own.is_dir() and any(own.iterdir()) else []
+    return list(paths or [stream_dir(landing)])
+
+
+def bytes_to_ingest(landing: Path, paths: list[Path] | None, limit: int | None = None) -> int:
+    """The bytes of the files an ingest of ``paths`` reads (:func:`ingest_paths`), files the log already
+    holds among them: only their sizes are read. Summing stops once over ``limit``."""
+    total = 0
+    for path in event_files(ingest_paths(landing, paths)):
+        total += path.stat().st_size
+        if limit is not None and total > limit:
+            break
+    return total
+
+
 def fingerprint(path: Path) -> InputFile:
     digest = hashlib.sha256()
     size = 0

@@ -7,20 +7,29 @@ back before it exits. Measured on 2 cores, whole ``cdc-backfill reconcile`` proc
 ``bench.reconcile``'s landings, two runs each, the first compiler only against both): 1M events 7.9 s
 against 10.3 s; 2M 10.7-11.1 s against 13.0-14.5 s; 4M 14.5-15.0 s against 15.3-16.4 s; 10M 30.0-31.5 s
 against 25.4-26.2 s. So runs up to :data:`SMALL_RUN_ROWS` start their driver with the first compiler only.
+
+An ingest's work is its JSON, counted in bytes. Whole ``cdc-backfill ingest`` processes of
+``bench.reconcile``'s Debezium JSON landing, two runs each, the first compiler only against both: 13 kB
+6.4/6.2 s against 7.5/6.9 s; 50 MB 10.0/9.9 s against 11.7/10.7 s; 151 MB 14.3/14.5 s against
+16.7/15.1 s; 451 MB 24.9 s against 23.6/25.2 s. So an ingest of at most :data:`SMALL_INGEST_BYTES` does
+too, and so does a reconcile that ingests that much first and is small with its events.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from cdc_backfill.ingest.inputs import bytes_to_ingest
 from cdc_backfill.reconcile.runs import chunk_footers, landed_log_files, plan_run
 from cdc_backfill.state.table import StateError, current_version
 
 log = logging.getLogger(__name__)
 
 SMALL_RUN_ROWS = 3_000_000  # stream events, previous state rows and READ rows, all collections together
+SMALL_INGEST_BYTES = 128 << 20  # JSON files to ingest
+JSON_EVENT_BYTES = 200  # fewer than any Debezium JSON event has (its source block alone): bytes to events
 _FOOTERS_AT_ONCE = 64  # READ chunk footers read before the count is looked at again
 
 
@@ -61,20 +70,49 @@ def small_run(rows: int | None) -> bool:
 
 def first_compiler_only(landing: Path, state: Path, collections: Iterable[str], ingest: bool = False) -> bool:
     """Whether a reconcile of ``collections`` starts its driver with the JIT's first compiler only (the
-    CLI's and the Airflow task's one decision). Not for a job that ingests JSON first (``ingest``):
-    its events are not counted before it. A count that fails gives the default compilers: only the
-    compiler depends on it, and the job meets the cause and reports it."""
-    if ingest:
-        return False
-    try:
+    CLI's and the Airflow task's one decision). ``ingest``: the job ingests the landing's ``stream/``
+    first; its JSON counts as at most one event every :data:`JSON_EVENT_BYTES`."""
+
+    def judge() -> tuple[bool, str]:
+        json_bytes = bytes_to_ingest(landing, None, SMALL_INGEST_BYTES) if ingest else 0
+        if json_bytes > SMALL_INGEST_BYTES:
+            return False, f"ingests more than {SMALL_INGEST_BYTES:,} bytes of JSON first"
         rows = run_rows(landing, state, collections)
+        if rows is None:
+            return False, "reads an unknown number of rows"
+        rows += json_bytes // JSON_EVENT_BYTES
+        return small_run(rows), f"reads {rows:,} rows" + (
+            " (its JSON counted by its bytes)" if ingest else ""
+        )
+
+    return _decide("run", judge)
+
+
+def first_compiler_only_to_ingest(landing: Path, paths: list[Path] | None) -> bool:
+    """Whether ``cdc-backfill ingest`` of ``paths`` (None: the landing's ``stream/``) starts its driver
+    with the JIT's first compiler only: at most :data:`SMALL_INGEST_BYTES` of JSON."""
+
+    def judge() -> tuple[bool, str]:
+        found = bytes_to_ingest(landing, paths, SMALL_INGEST_BYTES)
+        if found > SMALL_INGEST_BYTES:
+            return False, f"reads more than {SMALL_INGEST_BYTES:,} bytes of JSON"
+        return True, f"reads {found:,} bytes of JSON"
+
+    return _decide("ingest", judge)
+
+
+def _decide(job: str, judge: Callable[[], tuple[bool, str]]) -> bool:
+    """``judge``'s answer, logged. A count that fails gives the default compilers: only the compiler
+    depends on it, and the job meets the cause and reports it."""
+    try:
+        small, why = judge()
     except Exception as exc:
-        log.warning("the run's size could not be counted (%s): the driver JVM keeps both compilers", exc)
+        log.warning("the %s's size could not be counted (%s): the driver JVM keeps both compilers", job, exc)
         return False
-    small = small_run(rows)
     log.info(
-        "the run reads %s rows: the driver JVM runs %s",
-        "an unknown number of" if rows is None else f"{rows:,}",
+        "the %s %s: the driver JVM runs %s",
+        job,
+        why,
         "the JIT's first compiler only" if small else "both compilers",
     )
     return small

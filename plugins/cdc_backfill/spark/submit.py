@@ -56,9 +56,11 @@ def ingest_command(
     signal_table: str | None = None,
     spark_submit: str = "spark-submit",
     verbose: bool = False,
+    small: bool = False,
 ) -> list[str]:
+    """``small``: the ingest is known to be short (``reconcile.run_size.first_compiler_only_to_ingest``)."""
     job = project_root() / "spark_jobs" / "ingest.py"
-    cmd = submit_head(spark_submit, master, "cdc_backfill_ingest")
+    cmd = submit_head(spark_submit, master, "cdc_backfill_ingest", first_compiler_only=small)
     cmd += [str(job), "--landing", landing, *inputs]
     if catalog:
         cmd.append("--catalog")

@@ -30,7 +30,14 @@ from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.connect import described_from_json
-from cdc_backfill.ingest.inputs import InputFile, ingest_lock, move_ingested_stream, pending, remove_unnamed
+from cdc_backfill.ingest.inputs import (
+    InputFile,
+    ingest_lock,
+    ingest_paths,
+    move_ingested_stream,
+    pending,
+    remove_unnamed,
+)
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files
 from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet, rmtree
 from cdc_backfill.layout import (
@@ -41,7 +48,6 @@ from cdc_backfill.layout import (
     quarantine_dir,
     rolls_dir,
     staging_dir,
-    stream_dir,
 )
 
 log = logging.getLogger("cdc_backfill.ingest")
@@ -313,13 +319,10 @@ def ingest_landing(
     """Ingest ``paths`` (files or folders; None: the landing's own ``stream/``) into the landing's log,
     each file once; then move the landing's own stream files the log holds out of ``stream/``."""
     landing = lake_path(landing)
-    own = stream_dir(landing)
     with ingest_lock(landing):
         remove_unnamed(landing)
-        if paths is None and not (own.is_dir() and any(own.iterdir())):
-            todo, skipped = [], []  # no stream/ or an empty one: nothing to do, and not an error
-        else:
-            todo, skipped = pending(landing, list(paths or [own]))
+        given = ingest_paths(landing, None if paths is None else list(paths))
+        todo, skipped = pending(landing, given) if given else ([], [])  # no stream/ to ingest: not an error
         summary = ingest_files(spark, landing, todo, sources)
         summary["already_ingested"] = [str(i.path) for i in skipped]
         summary["moved"] = len(move_ingested_stream(landing, [*todo, *skipped]))
