@@ -53,14 +53,12 @@ def test_lost_deletes_are_removed_after_a_finished_debezium_snapshot(
     monkeypatch.chdir(tmp_path)
     first = send(url, "public\\.orders")  # the rows that were there before the stream: a first snapshot
     dbz_drain(url, s, until=(first,))
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     assert_state_is_source(url, tmp_path / "state", ORDERS)
     for stmt in LOSE:
         sql(url, stmt)
     dbz_drain(url, s)
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     assert last_run(tmp_path / "state")["phantoms_removed"] == 0  # the lost deletes are still in the state
 
     writers = Writers(url, seed_value=5).start()  # inserting, updating, deleting, changing keys
@@ -69,8 +67,7 @@ def test_lost_deletes_are_removed_after_a_finished_debezium_snapshot(
     writers.stop()
     assert done.snapshots == {sid: "COMPLETED"}
     dbz_drain(url, s)
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     run = last_run(tmp_path / "state")
     assert run["phantoms_removed"] >= 100, run  # the 100 rows deleted while the table was out
     assert run["snapshots"][sid] == "rows before its start removed"
@@ -92,8 +89,7 @@ def test_key_changes_of_toasted_rows_complete_without_a_re_read(
     monkeypatch.chdir(tmp_path)
     first = send(url, "public\\.orders")
     dbz_drain(url, s, until=(first,))
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     # the doc stays unchanged: PostgreSQL's stream leaves it out of the new key's row; a chain too
     sql(url, "UPDATE orders SET id = id + 100000 WHERE doc IS NOT NULL AND id % 4 = 0",
         "UPDATE orders SET id = id + 100000 WHERE id BETWEEN 100000 AND 100100")  # fmt: skip
@@ -103,8 +99,7 @@ def test_key_changes_of_toasted_rows_complete_without_a_re_read(
         dbz_drain(url, replace(s, extra={**s.extra, "max.batch.size": "1"}))
         carried = [p for p in (tmp_path / "lake").rglob("dbz-*.jsonl") if b'{"follows":' in p.read_bytes()]
         assert len(carried) >= 50  # each key change's create in a file of its own, after its delete
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     assert_state_is_source(url, tmp_path / "state", ORDERS)
     capsys.readouterr()
     assert main(["signal", "reread", "--state", "state", "--source", plain_url(url)]) == 0

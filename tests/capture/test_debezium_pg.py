@@ -102,8 +102,7 @@ def test_a_stop_right_after_a_snapshot_notification_loses_no_record(
     assert sid in signal_rows, signal_rows
     # the snapshot started again from its row: its phantom rule has its start, and it decided
     monkeypatch.chdir(tmp_path)
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     run = json.loads(sorted((tmp_path / "state" / "_runs").glob("*.json"))[-1].read_text())
     assert run["collections"]["public.orders"]["snapshots"][sid] == "rows before its start removed", run
     assert_state_is_source(fresh_db, tmp_path / "state", ("public.orders",))
@@ -116,8 +115,7 @@ def reread_through_debezium(url: str, s, capsys) -> None:  # type: ignore[no-unt
     rereads = tuple(re.findall(r"execute-snapshot (\S+) written", capsys.readouterr().out))
     if rereads:
         dbz_drain(url, s, until=rereads)
-        assert main(["ingest", "--landing", "lake"]) == 0
-        assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+        assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
 
 
 def verify_a_debezium_landing_while_writing(url: str, s, cwd: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -141,8 +139,7 @@ def verify_a_debezium_landing_while_writing(url: str, s, cwd: Path, capsys) -> N
     finally:
         writers.stop()
     dbz_drain(url, s)  # all of it in the state: the row changed by hand is not changed by the stream
-    assert main(["ingest", "--landing", "lake"]) == 0
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
     reread_through_debezium(url, s, capsys)  # key changes that left a TOASTed doc out, as above
     assert_state_is_source(url, cwd / "state", ("public.orders",))
     victim = corrupt_one_row(cwd / "state", "public.orders")

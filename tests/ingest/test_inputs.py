@@ -15,9 +15,12 @@ def test_an_ingest_reads_what_it_is_given_else_the_landings_own_stream(tmp_path:
     assert ingest_paths(landing, None) == []  # no stream/: nothing to do, not an error
     own.mkdir(parents=True)
     assert ingest_paths(landing, None) == []  # an empty one neither
-    (own / "a.jsonl").write_text("{}\n")
-    assert ingest_paths(landing, None) == [own]
-    assert ingest_paths(landing, []) == [own]
+    (own / ".cdc-0001.part").write_text("{")  # nor a capture's file being written
+    assert ingest_paths(landing, None) == []
+    (own / "b.jsonl").write_text("{}\n")
+    (own / "a.json").write_text("{}\n")
+    assert ingest_paths(landing, None) == [own / "a.json", own / "b.jsonl"]
+    assert ingest_paths(landing, []) == [own]  # asked for by an empty list: stream/, which must hold some
     assert ingest_paths(landing, [tmp_path / "topics"]) == [tmp_path / "topics"]
 
 

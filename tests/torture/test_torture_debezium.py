@@ -44,8 +44,7 @@ def cli_ok(*args: str) -> None:
 
 
 def ingest_and_reconcile() -> None:
-    cli_ok("ingest", "--landing", "lake")
-    cli_ok("reconcile", "--landing", "lake", "--state", "state")
+    cli_ok("reconcile", "--landing", "lake", "--state", "state", "--ingest")  # one job: ingest, reconcile
 
 
 def runs_removed(state: Path) -> tuple[int, dict[str, dict[str, str]]]:

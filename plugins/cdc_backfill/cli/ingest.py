@@ -58,12 +58,11 @@ def _check_sample(args: argparse.Namespace, given: dict) -> None:  # type: ignor
     """The files' first records, typed by what the job would type them with (no catalog): a collection
     nothing describes is refused now, not after Spark's start-up."""
     from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.inputs import ingest_paths
     from cdc_backfill.ingest.precheck import check_sample
-    from cdc_backfill.layout import stream_dir
 
     landing = lake_path(args.landing)
-    own = stream_dir(landing)
-    paths = [lake_path(p) for p in args.inputs] or ([own] if own.is_dir() and any(own.iterdir()) else [])
+    paths = [lake_path(p) for p in args.inputs] or ingest_paths(landing, None)
     if paths:
         check_sample(paths, ColumnSources(landing, args.signal_table, None, given))
 

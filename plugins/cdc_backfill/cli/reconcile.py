@@ -26,12 +26,13 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         print(f"cdc-backfill reconcile: no landing zone at {args.landing} (give the folder or "
               "s3://bucket/prefix the capture and snapshots write to)", file=sys.stderr)  # fmt: skip
         return 2
-    # refused here, before a Spark session starts; the job refuses the same
-    unmoved = unmoved_json_reason(landing)
+    # refused here, before a Spark session starts; the job refuses the same. With --ingest the JSON is
+    # the job's first step, and a collection it alone holds is known only after it.
+    unmoved = None if args.ingest else unmoved_json_reason(landing)
     if unmoved:
         print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
         return 2
-    unknown = unknown_collections(landing, args.collections or [], args.signal_table)
+    unknown = None if args.ingest else unknown_collections(landing, args.collections or [], args.signal_table)
     if unknown:
         print(f"cdc-backfill reconcile: {unknown}", file=sys.stderr)
         return 2
@@ -39,7 +40,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         return 0
     cmd = reconcile_command(
         args.landing, args.state, args.collections, master=args.master, verbose=args.verbose,
-        signal_table=args.signal_table, small=_small(args),
+        signal_table=args.signal_table, ingest=args.ingest, small=_small(args),
     )  # fmt: skip
     if args.print_command:
         print(shlex.join(cmd))
@@ -57,13 +58,15 @@ def _collections(args: argparse.Namespace) -> list[str]:
 
 
 def _nothing_new(args: argparse.Namespace) -> bool:
-    """A run that would change nothing is not run: no Spark, no new version (older ones stay kept).
-    Its summary says so, in the job's form."""
+    """A run that would change nothing (with ``--ingest``: and has no JSON to ingest) is not run: no
+    Spark, no new version (older ones stay kept). Its summary says so, in the job's form."""
+    from cdc_backfill.ingest.inputs import ingest_paths
     from cdc_backfill.reconcile.runs import nothing_new
 
-    if args.print_command or not nothing_new(
-        lake_path(args.landing), lake_path(args.state), _collections(args)
-    ):
+    landing = lake_path(args.landing)
+    if args.print_command or (args.ingest and ingest_paths(landing, None)):
+        return False
+    if not nothing_new(landing, lake_path(args.state), _collections(args)):
         return False
     print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
           file=sys.stderr)  # fmt: skip
@@ -75,7 +78,9 @@ def _small(args: argparse.Namespace) -> bool:
     """Whether the run is small enough for the driver JVM's first compiler only (``reconcile.run_size``)."""
     from cdc_backfill.reconcile.run_size import first_compiler_only
 
-    return first_compiler_only(lake_path(args.landing), lake_path(args.state), _collections(args))
+    return first_compiler_only(
+        lake_path(args.landing), lake_path(args.state), _collections(args), ingest=args.ingest
+    )
 
 
 def unknown_collections(landing: Path, asked: list[str], signal_table: str) -> str | None:
@@ -164,6 +169,7 @@ def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
         "reconcile",
         help="rebuild each collection's state from the typed log and READ chunks (Spark)",
         epilog="examples:\n  cdc-backfill reconcile --landing lake/ --state state/\n"
+        "  cdc-backfill reconcile --landing lake/ --state state/ --ingest   # a Debezium JSON landing\n"
         "  cdc-backfill reconcile --landing s3://bucket/landing --state s3://bucket/state --master spark://host:7077",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -191,6 +197,12 @@ def add_reconcile_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
         default=DEFAULT_SIGNAL_TABLE,
         metavar="SCHEMA.TABLE",
         help="the signal table whose watermarks bound the windows (default public.cdc_signal)",
+    )
+    rec.add_argument(
+        "--ingest",
+        action="store_true",
+        help="first ingest the JSON files in the landing's stream/ (as `cdc-backfill ingest --landing DIR`, "
+        "typed by what the landing describes), in the same Spark job",
     )
     rec.add_argument(
         "--print-command", action="store_true", help="print the spark-submit command, run nothing"

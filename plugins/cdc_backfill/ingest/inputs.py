@@ -52,13 +52,7 @@ def event_files(paths: list[Path]) -> list[Path]:
         if given.is_file():
             out.append(given)
         elif given.is_dir():
-            found = sorted(
-                p
-                for p in given.rglob("*")
-                if p.is_file()
-                and p.name.endswith(STREAM_SUFFIXES)
-                and not any(part.startswith((".", "_")) for part in p.relative_to(given).parts)
-            )
+            found = events_under(given)
             if not found:
                 raise InputError(
                     f"no files of change events in {given} (looked for *.json, *.jsonl, *.ndjson)"
@@ -69,13 +63,26 @@ def event_files(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in out))
 
 
+def events_under(folder: Path) -> list[Path]:
+    """The files of change events under ``folder``, in name order (:func:`event_files`' rule)."""
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.name.endswith(STREAM_SUFFIXES)
+        and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+    )
+
+
 def ingest_paths(landing: Path, paths: list[Path] | None) -> list[Path]:
-    """What an ingest of ``paths`` reads: those given, else (None, or none given) the landing's own
-    ``stream/``; nothing when that is missing or empty (not an error: there is nothing to do)."""
+    """What an ingest of ``paths`` reads: those given, else (None) the files of change events in the
+    landing's own ``stream/``, none when it has none yet (not an error: a capture's file being written
+    is there under a hidden name). Given as an empty list: the landing's ``stream/``, which must hold
+    some."""
+    own = stream_dir(landing)
     if paths is None:
-        own = stream_dir(landing)
-        return [own] if own.is_dir() and any(own.iterdir()) else []
-    return list(paths or [stream_dir(landing)])
+        return events_under(own) if own.is_dir() else []
+    return list(paths or [own])
 
 
 def bytes_to_ingest(landing: Path, paths: list[Path] | None, limit: int | None = None) -> int:

@@ -109,7 +109,8 @@ def unmoved_json_reason(landing: Path) -> str | None:
         return None
     return (
         f"{stream_dir(landing)}/ holds {len(files)} JSON stream file(s), which the reconcile does not read: "
-        f"move them into the typed log with `{ingest_hint(landing)}`, then reconcile again"
+        f"move them into the typed log with `{ingest_hint(landing)}`, then reconcile again (or reconcile "
+        "with --ingest: both in one job)"
     )
 
 

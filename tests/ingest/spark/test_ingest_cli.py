@@ -42,7 +42,7 @@ def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(
     # the reconcile refuses JSON, in one line, with the command that moves it
     refused = cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-    assert f"holds {len(files)} JSON stream file(s)" in refused.stderr
+    assert f"holds {len(files)} JSON stream file(s)" in refused.stderr and "--ingest" in refused.stderr
     assert not (tmp_path / "state").exists()
     printed = shlex.split(refused.stderr.split("`")[1])
     assert printed[:1] == ["cdc-backfill"]
@@ -62,6 +62,27 @@ def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(
         want = source_state(fresh_db, coll, key)
         assert got.keys() == want.keys(), coll
         assert [k for k in want if got[k] != want[k]] == [], coll
+
+
+def test_reconcile_with_ingest_moves_a_json_landing_and_reconciles_it_in_one_job(
+    spark, fresh_db: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    seed(fresh_db, orders=120, lines=120)
+    landing = tmp_path / "lake"
+    snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=23, seed_value=5, format="json")
+    files = sorted(p.name for p in stream_dir(landing).iterdir())
+    rec = ("reconcile", "--landing", "lake", "--state", "state", "--ingest", "--master", "local[2]")
+    done = cli(tmp_path, *rec)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert sorted(p.name for p in ingested_stream_dir(landing).iterdir()) == files
+    for coll in TABLES:
+        _, key = columns_of(fresh_db, coll)
+        got = keyed_state(state_frame(spark, tmp_path / "state", coll).collect(), key)
+        assert got == source_state(fresh_db, coll, key), coll
+    # a capture's file being written (a hidden name) is nothing to ingest: nothing new, no Spark
+    (stream_dir(landing) / ".cdc-0001.part").write_text('{"partial": ')
+    again = cli(tmp_path, *rec)
+    assert again.returncode == 0 and json.loads(again.stdout)["nothing_new"], again.stderr
 
 
 def test_a_sinks_files_are_typed_from_the_catalog(fresh_db: str, tmp_path: Path) -> None:
