@@ -62,7 +62,7 @@ browser:
 # never hides another's results; the side process's output is printed once it ends; the target fails
 # if any session did (exit 5: the arguments selected none of one kind).
 TEST_SIDE_BY_SIDE ?= 1
-SIDE_TESTS ?= tests/verify tests/ingest
+SIDE_TESTS ?= tests/verify tests/ingest tests/state
 test: $(STAMP) browser
 	@failed=""; tmp=$$(mktemp -d /tmp/cdc-backfill-tests.XXXXXX); chmod 755 $$tmp; \
 	side() { \
