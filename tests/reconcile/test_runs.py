@@ -29,6 +29,8 @@ def test_a_landing_with_json_stream_files_is_refused_with_the_ingest_command(tmp
     (landing / "stream" / "topic").mkdir(parents=True)
     (landing / "stream" / ".cdc-1.jsonl.part").write_text("")  # a writer's unfinished file
     (landing / "stream" / "notes.txt").write_text("")
+    (landing / "stream" / "_staged").mkdir()
+    (landing / "stream" / "_staged" / "c.jsonl").write_text("{}\n")  # under a name ingest leaves alone
     assert unmoved_json_reason(landing) is None
     (landing / "stream" / "a.jsonl").write_text("{}\n")
     (landing / "stream" / "topic" / "b.json").write_text("{}\n")
@@ -36,6 +38,7 @@ def test_a_landing_with_json_stream_files_is_refused_with_the_ingest_command(tmp
     reason = unmoved_json_reason(landing)
     assert reason is not None and "holds 2 JSON stream file(s)" in reason
     assert f"`cdc-backfill ingest --landing '{landing}'`" in reason  # quoted: the folder has a space
+    assert "reconcile with --ingest" in reason
     assert ingest_hint(Path("lake")) == "cdc-backfill ingest --landing lake"
 
 

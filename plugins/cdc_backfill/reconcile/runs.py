@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 
 from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHANGED, valid_counts
 from cdc_backfill.events.positions import position_key
+from cdc_backfill.ingest.inputs import ingest_paths
 from cdc_backfill.lakepath import lake_path, parquet_metadata
 from cdc_backfill.layout import (
-    STREAM_SUFFIXES,
     debezium_dir,
     log_file_span,
     rolls_dir,
@@ -89,16 +89,10 @@ class RunInput:
 
 
 def stream_files(landing: Path) -> list[str]:
-    """Every landed JSON stream file, relative to the stream folder, in name order (finished files only:
-    writers land ``.part``/hidden files and rename them)."""
+    """Every landed JSON stream file, relative to the stream folder, in name order: those an ingest of
+    the landing reads (finished files only: writers land ``.part``/hidden files and rename them)."""
     root = stream_dir(landing)
-    if not root.is_dir():
-        return []
-    return sorted(
-        p.relative_to(root).as_posix()
-        for p in root.rglob("*")
-        if p.is_file() and p.name.endswith(STREAM_SUFFIXES) and not p.name.startswith((".", "_"))
-    )
+    return [p.relative_to(root).as_posix() for p in ingest_paths(landing, None)]
 
 
 def unmoved_json_reason(landing: Path) -> str | None:
