@@ -20,7 +20,7 @@ TEST_WORKERS ?= 1
 export CDC_BACKFILL_USER_PATH := $(or $(CDC_BACKFILL_USER_PATH),$(PATH))
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv browser test test-quick test-fast torture demo doctor airflow bench lint format lock clean
+.PHONY: venv bytecode browser test test-quick test-fast torture demo doctor airflow bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -47,6 +47,13 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/p
 	@$(PY) -m cdc_backfill.spark.classes
 	@touch $(STAMP)
 
+# The project's own modules compiled ahead: where PYTHONDONTWRITEBYTECODE is set (CI machines,
+# containers) nothing else writes their bytecode, and every process compiles them again (importing the
+# jobs' modules: 0.68 s, 0.40 s with it, here). Only changed files are compiled again; Python ignores
+# bytecode older than its source.
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q plugins dags bench tests >/dev/null
+
 # The browser test drives Debian's Chromium (Playwright's own browser download cannot run here): installed
 # when missing and this is root with apt-get (CI); elsewhere the test says how to install it.
 CHROMIUM ?= /usr/bin/chromium
@@ -66,7 +73,7 @@ browser:
 # if any session did (exit 5: the arguments selected none of one kind).
 TEST_SIDE_BY_SIDE ?= 1
 SIDE_TESTS ?= tests/verify tests/ingest tests/state
-test: $(STAMP) browser
+test: $(STAMP) browser bytecode
 	@failed=""; tmp=$$(mktemp -d /tmp/cdc-backfill-tests.XXXXXX); chmod 755 $$tmp; \
 	side() { \
 	  $(BIN)/pytest -m debezium --basetemp=$$tmp/debezium $(PYTEST_ARGS); echo $$? > $$tmp/debezium.rc; \
@@ -84,29 +91,29 @@ test: $(STAMP) browser
 	if [ -n "$$failed" ]; then echo "make test: $$failed failed (see each session's summary above)"; exit 1; fi
 
 # The edit loop's tier: no Spark, Airflow, Debezium or browser, and nothing slow (PostgreSQL only).
-test-quick: $(STAMP)
+test-quick: $(STAMP) bytecode
 	$(BIN)/pytest -m "not (slow or spark or airflow or debezium)" $(PYTEST_ARGS)
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) bytecode
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 # The consistency torture test with more seeds (CI runs 5): make torture SEEDS=50
-torture: $(STAMP)
+torture: $(STAMP) bytecode
 	TORTURE_SEEDS=$(or $(SEEDS),20) $(BIN)/pytest tests/torture -m torture -q -rf $(PYTEST_ARGS)
 
 # The whole product on this machine (embedded PostgreSQL, writer, capture, snapshot, reconcile, verify).
-demo: $(STAMP)
+demo: $(STAMP) bytecode
 	$(BIN)/cdc-backfill demo $(DEMO_ARGS)
 
-doctor: $(STAMP)
+doctor: $(STAMP) bytecode
 	$(BIN)/cdc-backfill doctor
 
 # Airflow with this checkout's DAGs and plugin (AIRFLOW_HOME .airflow, no examples); prints URL and login.
-airflow: $(STAMP)
+airflow: $(STAMP) bytecode
 	$(BIN)/cdc-backfill airflow $(AIRFLOW_ARGS)
 
 # Every figure next to a reference measured in the same run; tables printed, JSON in bench/results/.
-bench: $(STAMP)
+bench: $(STAMP) bytecode
 	$(PY) -m bench.parse_events --events $(or $(EVENTS),1000000)
 	$(PY) -m bench.capture --changes $(or $(CHANGES),200000)
 	$(PY) -m bench.snapshot --rows $(or $(SNAPSHOT_ROWS),1000000)
