@@ -27,15 +27,17 @@ venv: $(STAMP)
 $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/pg/_speedups.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@# uv installs the same pins as pip in about half the time (a fresh venv with empty caches: 79 s
-	@# against 120 s in all here); pip does when uv cannot be had. Both compile the bytecode as they
-	@# install (pip does by default, uv is asked): where PYTHONDONTWRITEBYTECODE is set, as on CI machines,
-	@# nothing else ever writes it, and every process compiles Airflow's and Spark's Python again (without
-	@# it, make test's processes took 24 minutes, not 20.5). pyspark-client (a dependency of the Spark
-	@# provider) overwrites files inside pyspark/, so pyspark is installed again last: its pin's files win.
+	@# against 120 s in all here); pip does when uv cannot be had or cannot install them (uv reads no
+	@# pip.conf: a private index). Both compile the bytecode as they install (pip does by default, uv is
+	@# asked): where PYTHONDONTWRITEBYTECODE is set, as on CI machines, nothing else ever writes it, and
+	@# every process compiles Airflow's and Spark's Python again (without it, make test's processes took
+	@# 24 minutes, not 20.5). pyspark-client (a dependency of the Spark provider) overwrites files inside
+	@# pyspark/, so pyspark is installed again last: its pin's files win.
 	@$(PIP) install --quiet uv==$(UV_PIN) >/dev/null 2>&1 || echo "uv could not be installed: pip installs the requirements"
-	@set -e; if test -x $(BIN)/uv; then install="$(BIN)/uv pip install --python $(PY) --quiet --compile-bytecode"; again=--reinstall; \
-	  else install="$(PIP) install --quiet"; again=--force-reinstall; fi; \
-	  echo "$$install -r requirements.txt -c constraints.txt"; $$install -r requirements.txt -c constraints.txt; \
+	@set -e; pins="-r requirements.txt -c constraints.txt"; uv="$(BIN)/uv pip install --python $(PY) --quiet --compile-bytecode"; \
+	  if test -x $(BIN)/uv && echo "$$uv $$pins" && $$uv $$pins; then install=$$uv; again=--reinstall; \
+	  else test ! -x $(BIN)/uv || echo "uv could not install them (it reads no pip.conf): pip does"; \
+	    install="$(PIP) install --quiet"; again=--force-reinstall; echo "$$install $$pins"; $$install $$pins; fi; \
 	  $$install --no-deps -e .; \
 	  if test "$$again" = --reinstall || ! $(PY) -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "$(PYSPARK_PIN)")'; \
 	  then $$install $$again --no-deps pyspark==$(PYSPARK_PIN); fi
@@ -65,7 +67,7 @@ browser:
 # Debezium's JVM runs inside pytest (JPype): its tests get a process of their own, away from the other
 # tests' Spark and Airflow, run side by side with them (TEST_SIDE_BY_SIDE=0: one after the other). Each
 # leaves about a quarter of the 2 cores idle while it waits on servers, which the other fills. The
-# Debezium tests end first (12 of 24 minutes at 86aabbf): the tests of SIDE_TESTS then run in their
+# Debezium tests end first (10 of 20 minutes at 46baf21): the tests of SIDE_TESTS then run in their
 # process, after them, so that both processes end about together. Each pytest session has its own
 # temporary folder (--basetemp): a session that starts resets /tmp/pytest-of-<user> to 0700, which
 # would cut another's embedded PostgreSQL off its files. Every session runs to the end, so one failure
