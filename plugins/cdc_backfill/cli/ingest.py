@@ -4,7 +4,6 @@ through spark-submit; its steps on stderr, its summary on stdout)."""
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from cdc_backfill.ingest.columns import ColumnsError, read_column_types
     from cdc_backfill.ingest.inputs import InputError
     from cdc_backfill.reconcile.run_size import first_compiler_only_to_ingest
-    from cdc_backfill.spark.submit import ingest_command, submit_environ
+    from cdc_backfill.spark.submit import ingest_command, printed_command, submit_environ
 
     def refuse(message: str) -> int:
         print(f"cdc-backfill ingest: {message}", file=sys.stderr)
@@ -46,7 +45,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose, small=small,
     )  # fmt: skip
     if args.print_command:
-        print(shlex.join(cmd))
+        print(printed_command(cmd, args.master))
         return 0
     env = submit_environ(args.master)
     if setting is not None:

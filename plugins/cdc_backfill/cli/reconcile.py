@@ -18,7 +18,7 @@ from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 def _cmd_reconcile(args: argparse.Namespace) -> int:
     from cdc_backfill.reconcile.runs import unmoved_json_reason
-    from cdc_backfill.spark.submit import reconcile_command, submit_environ
+    from cdc_backfill.spark.submit import printed_command, reconcile_command, submit_environ
 
     landing = lake_path(args.landing)  # a folder or s3://bucket/prefix (StorageError: one line, exit 2)
     lake_path(args.state)
@@ -43,7 +43,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         signal_table=args.signal_table, ingest=args.ingest, small=_small(args),
     )  # fmt: skip
     if args.print_command:
-        print(shlex.join(cmd))
+        print(printed_command(cmd, args.master))
         return 0
     return submit_and_relay(
         cmd, submit_environ(args.master), on_summary=lambda doc: reread_hint(doc, args.state)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 
 from cdc_backfill.runtime import project_root
@@ -89,3 +90,11 @@ def submit_environ(master: str, environ: Mapping[str, str] | None = None) -> dic
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         env.setdefault("SPARK_DRIVER_MEMORY", LOCAL_DRIVER_MEMORY)
     return env
+
+
+def printed_command(cmd: Sequence[str], master: str, environ: Mapping[str, str] | None = None) -> str:
+    """``cmd`` as a user runs it in a shell (``--print-command``): the settings :func:`submit_environ`
+    adds to their environment written before it, so that it runs as the CLI runs it."""
+    env = dict(os.environ if environ is None else environ)
+    added = sorted((k, v) for k, v in submit_environ(master, env).items() if env.get(k) != v)
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in added), shlex.join(cmd)])
