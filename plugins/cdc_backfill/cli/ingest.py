@@ -37,11 +37,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     except (ColumnsError, ConfigError, InputError) as exc:
         return refuse(str(exc))
     lake_path(args.landing).mkdir(parents=True, exist_ok=True)
-    small = first_compiler_only_to_ingest(
-        lake_path(args.landing), [lake_path(p) for p in args.inputs] or None
-    )
+    inputs = [lake_path(p) for p in args.inputs]
+    small = first_compiler_only_to_ingest(lake_path(args.landing), inputs or None)
     cmd = ingest_command(
-        args.landing, [str(lake_path(p)) for p in args.inputs], master=args.master, catalog=setting is not None,
+        args.landing, [str(p) for p in inputs], master=args.master, catalog=setting is not None,
         column_types=args.column_types, signal_table=args.signal_table, verbose=args.verbose, small=small,
     )  # fmt: skip
     if args.print_command:

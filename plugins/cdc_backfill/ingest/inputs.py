@@ -88,8 +88,10 @@ def ingest_paths(landing: Path, paths: list[Path] | None) -> list[Path]:
 def bytes_to_ingest(landing: Path, paths: list[Path] | None, limit: int | None = None) -> int:
     """The bytes of the files an ingest of ``paths`` reads (:func:`ingest_paths`), files the log already
     holds among them: only their sizes are read. Summing stops once over ``limit``."""
+    found = ingest_paths(landing, paths)
     total = 0
-    for path in event_files(ingest_paths(landing, paths)):
+    # the landing's own stream (None) is found as its event files already: not asked about again
+    for path in found if paths is None else event_files(found):
         total += path.stat().st_size
         if limit is not None and total > limit:
             break
