@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from cdc_backfill.events.dataworks import is_dataworks, parse_dataworks
-from cdc_backfill.events.debezium import follows, parse_debezium, schema_line, with_schemas
+from cdc_backfill.events.debezium import follows, parse_debezium, plain_postgres, schema_line, with_schemas
 from cdc_backfill.events.model import ChangeEvent, ParseError, Quarantined, dumps
 from cdc_backfill.events.positions import PgStream
 from cdc_backfill.lakepath import S3Path, lake_path
@@ -87,11 +87,17 @@ def parse_lines(
     ``follows`` line: the record before the file, read for its place only (``events.debezium.follows``)."""
     order = PgStream()
     schemas = {} if schemas is None else schemas
+    debezium = options.format != "dataworks"
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = loads(line)
+            if debezium and type(record) is dict:  # the common record first, by the shortest path
+                plain = plain_postgres(record, None, order)
+                if plain is not None:
+                    yield lineno, plain
+                    continue
             defined = schema_line(record)
             if defined is not None:
                 schemas.update(defined)

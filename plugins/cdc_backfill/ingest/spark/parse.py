@@ -99,10 +99,6 @@ ARROW_SCHEMA = pa.schema(
 _BATCH_ROWS = 20_000
 
 
-def _json(value: Any) -> bytes | None:
-    return None if value is None else dumps(value)
-
-
 class _Columns:
     """The Arrow columns of one output batch, as Python lists appended to directly: the append runs
     once per event, and every call or dict built there is paid a million times per million events."""
@@ -131,9 +127,10 @@ class _Columns:
         for ev in events:
             collection.append(ev.collection)
             op.append(ev.op)
-            key.append(_json(ev.key))
-            before.append(_json(ev.before))
-            after.append(_json(ev.after))
+            # (not through a helper: three calls an event are a few percent of the parse)
+            key.append(None if ev.key is None else dumps(ev.key))
+            before.append(None if ev.before is None else dumps(ev.before))
+            after.append(None if ev.after is None else dumps(ev.after))
             unchanged.append(ev.unchanged)
             position.append(position_key(ev.position))
             ts.append(ev.source_ts_ms)
