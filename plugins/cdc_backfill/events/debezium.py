@@ -220,9 +220,6 @@ def parse_debezium(
     ``offset`` is the delivery order (PostgreSQL events are ordered by it when given); ``order`` places
     PostgreSQL events without offsets along the stream the record came in (one per file).
     """
-    plain = plain_postgres(record, offset, order)
-    if plain is not None:
-        return plain
     key_part, value_part, has_key = split_record(record)
     offset = delivery_offset(record) or offset
     key_schema, key_payload = unwrap(key_part)
@@ -274,8 +271,9 @@ def plain_postgres(
     record: dict[str, Any], offset: tuple[int, ...] | None, order: pos.PgStream | None
 ) -> list[ChangeEvent] | None:
     """The event of the record nearly every PostgreSQL landing holds, read with the fewest steps; None
-    for any other record, which the general path reads (the same event, by every rule below). The
-    caller has left out what is no record (``schema_line``, ``follows``) and DataWorks' format.
+    for any other record, which :func:`parse_debezium` reads (the same event, by every rule below).
+    ``events.parse.parse_lines`` asks it first, before telling schema lines, ``follows`` lines and
+    DataWorks' records apart: none of those is this record.
 
     That record: a Kafka key and value pair without ``{schema, payload}`` wrappers; a row change of the
     ``postgresql`` connector whose position is whole in it (this project's capture: integer
