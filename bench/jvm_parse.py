@@ -20,7 +20,6 @@ lines of about N/10 keys); ``--landing DIR`` keeps it for the next run (``bench.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ from pathlib import Path
 from bench.common import report, timed
 from bench.reconcile import reuse_or_make_landing
 from cdc_backfill.layout import STREAM_DIR
+from cdc_backfill.runtime import find_java
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "LineParse.java"
 CLASS_NAME = "cdcbackfill.bench.LineParse"
@@ -38,14 +38,18 @@ FIELDS = ("op", "key", "before", "after", "connector", "schema", "table", "lsn",
           "snapshot", "partition", "offset", "key_names", "row_names")  # fmt: skip
 
 
-def javac() -> str:
-    """The JDK's compiler: ``JAVA_HOME``'s, else the first on PATH (a runtime alone has none)."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "javac") if home and (Path(home) / "bin" / "javac").exists() else None
-    found = found or shutil.which("javac")
+def javac() -> list[str]:
+    """The JDK's compiler, asked for classes the Java that runs Spark loads (``runtime.find_java``): that
+    Java's own ``javac``, else the first on PATH with ``--release`` of that Java (a runtime alone has
+    none)."""
+    java = find_java()
+    if not java.ok or java.home is None:
+        raise SystemExit(f"no Java 17+ to run Spark: {java.detail}")
+    own = java.home / "bin" / "javac"
+    found = str(own) if own.exists() else shutil.which("javac")
     if not found:
         raise SystemExit("no javac: this probe needs a JDK (apt-get install openjdk-17-jdk-headless)")
-    return found
+    return [found, "--release", str(java.major)]
 
 
 def build_jar(work: Path) -> Path:
@@ -55,7 +59,7 @@ def build_jar(work: Path) -> Path:
     jars = Path(pyspark.__file__).parent / "jars"
     classes = work / "classes"
     subprocess.run(
-        [javac(), "-nowarn", "-cp", f"{jars}/*", "-d", str(classes), str(JAVA_SOURCE)],
+        [*javac(), "-nowarn", "-cp", f"{jars}/*", "-d", str(classes), str(JAVA_SOURCE)],
         check=True,
         capture_output=True,
     )
@@ -77,7 +81,7 @@ def main() -> None:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from cdc_backfill.eventlog.schema import OPS
+    from cdc_backfill.eventlog.counts import ROW_OPS
     from cdc_backfill.ingest.spark.parse import parse_landing_files
     from cdc_backfill.spark.session import build_session
 
@@ -92,7 +96,7 @@ def main() -> None:
         )
         files = spark.read.format("binaryFile").load(paths)
         lines = spark.read.text(paths)
-        row_ops = list(OPS[:4])
+        row_ops = list(ROW_OPS)
 
         def python() -> int:
             parsed = parse_landing_files(files).localCheckpoint()

@@ -75,7 +75,9 @@ def _lines() -> list[bytes]:
         _variant(base, ("value", "source", "lsn"), None),
         _variant(base, ("value", "source", "lsn"), -1),
         _variant(base, ("value", "source", "connector"), "PostgreSQL"),
-        _variant(base, ("value", "source", "schema"), "a.b"),
+        _variant(
+            base, ("value", "source", "schema"), "a.b"
+        ),  # (taken: its name quoted as the general path does)
         _variant(base, ("value", "source", "table"), ""),
         _variant(base, ("value", "source", "table"), KeyError),
         _variant(base, ("value", "source", "ts_ms"), "1700"),
@@ -120,7 +122,7 @@ def test_the_short_path_reads_what_the_general_one_reads(monkeypatch: pytest.Mon
 
 def test_the_short_path_takes_the_common_records_and_pairs_key_changes() -> None:
     order = PgStream()
-    got = [debezium.plain_postgres(orjson.loads(x), None, order) for x in _lines()[:12]]
+    got = [debezium.plain_postgres(orjson.loads(x), order) for x in _lines()[:12]]
     assert all(g is not None for i, g in enumerate(got) if i != 9)  # 9: the tombstone
     delete, create = got[2][0], got[3][0]  # type: ignore[index]
     assert delete.position == (220, 200, 0) and create.position == (220, 200, 1)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cdc_backfill.events import positions as pos
-from cdc_backfill.events.model import UNAVAILABLE, ChangeEvent, ParseError
+from cdc_backfill.events.model import ROW_OPS, UNAVAILABLE, ChangeEvent, ParseError
 from cdc_backfill.events.semantic import decode_row, envelope_field, struct_decoders
 from cdc_backfill.names import collection_name
 
@@ -35,9 +35,14 @@ def missing_key_collection(reason: str) -> str | None:
     return m.group(1) if m else None
 
 
+def wrapped(part: Any) -> bool:
+    """Whether a part is written by the JSON converter with schemas on: ``{schema, payload}``."""
+    return isinstance(part, dict) and "payload" in part and "schema" in part and len(part) == 2
+
+
 def unwrap(part: Any) -> tuple[dict[str, Any] | None, Any]:
     """(schema, payload) of a part written by the JSON converter with schemas on; (None, part) without."""
-    if isinstance(part, dict) and "payload" in part and "schema" in part and len(part) == 2:
+    if wrapped(part):
         return part["schema"], part["payload"]
     return None, part
 
@@ -177,14 +182,25 @@ def _position(
 
 def _toast(after: dict[str, Any] | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
     """Columns carrying the unavailable-value placeholder leave ``after`` and are listed as unchanged."""
-    if not after:
-        return after, ()
-    values = after.values()
-    # `in` over the values compares in C: the common case (no placeholder) costs three scans.
-    if not (UNAVAILABLE in values or _UNAVAILABLE_B64 in values or _UNAVAILABLE_LIST in values):
+    if not _has_placeholder(after):
         return after, ()
     unchanged = tuple(k for k, v in after.items() if any(v == form for form in _UNAVAILABLE_FORMS))
     return {k: v for k, v in after.items() if k not in unchanged}, unchanged
+
+
+def _has_placeholder(row: dict[str, Any] | None) -> bool:
+    """Whether a row holds the unavailable-value placeholder in any of its forms."""
+    if not row:
+        return False
+    values = row.values()
+    # `in` over the values compares in C: the common case (no placeholder) costs three scans.
+    return UNAVAILABLE in values or _UNAVAILABLE_B64 in values or _UNAVAILABLE_LIST in values
+
+
+def _snapshot(source: Mapping[str, Any]) -> str | None:
+    """``source.snapshot`` as text in lower case ("true", "incremental", "last"...), None without one."""
+    snapshot = source.get("snapshot")
+    return None if snapshot is None else str(snapshot).lower()
 
 
 def _ts(value: Any) -> int | None:
@@ -241,8 +257,7 @@ def parse_debezium(
     fmt = f"debezium-{connector}"
     position = _position(source, connector, offset, order)
     ts = _source_ts(source, value)
-    snapshot = source.get("snapshot")
-    snapshot_s = None if snapshot is None else str(snapshot).lower()
+    snapshot_s = _snapshot(source)
 
     if op == "m":
         message = value.get("message")
@@ -264,12 +279,7 @@ def parse_debezium(
     ]
 
 
-_PLAIN_OPS = frozenset("cudr")
-
-
-def plain_postgres(
-    record: dict[str, Any], offset: tuple[int, ...] | None, order: pos.PgStream | None
-) -> list[ChangeEvent] | None:
+def plain_postgres(record: dict[str, Any], order: pos.PgStream | None) -> list[ChangeEvent] | None:
     """The event of the record nearly every PostgreSQL landing holds, read with the fewest steps; None
     for any other record, which :func:`parse_debezium` reads (the same event, by every rule below).
     ``events.parse.parse_lines`` asks it first, before telling schema lines, ``follows`` lines and
@@ -277,8 +287,8 @@ def plain_postgres(
 
     That record: a Kafka key and value pair without ``{schema, payload}`` wrappers; a row change of the
     ``postgresql`` connector whose position is whole in it (this project's capture: integer
-    ``commit_lsn`` and ``lsn``; a sink's: integer ``partition`` and ``offset``); a named table without
-    dots; ``before``/``after`` objects as its op needs them; no unavailable-value placeholder. Measured
+    ``commit_lsn`` and ``lsn``; a sink's: integer ``partition`` and ``offset``); a named table;
+    ``before``/``after`` objects as its op needs them; no unavailable-value placeholder. Measured
     on the capture's lines, an ingest worker's whole parse took 12.7 µs an event through the general
     path and 10.1 through this one: every step runs once per event."""
     value = record.get("value")
@@ -287,16 +297,16 @@ def plain_postgres(
     if "key_schema" in record or "value_schema" in record:  # schemas named by id: with_schemas
         return None
     key, source, op = record.get("key"), value.get("source"), value.get("op")
-    if type(key) is not dict or type(source) is not dict or op not in _PLAIN_OPS:
+    if type(key) is not dict or type(source) is not dict or op not in ROW_OPS:
         return None
-    if source.get("connector") != "postgresql" or (len(key) == 2 and "schema" in key and "payload" in key):
+    if source.get("connector") != "postgresql" or wrapped(key):
         return None
     commit, lsn = source.get("commit_lsn"), source.get("lsn")
     if type(commit) is int and commit >= 0:
         if type(lsn) is not int or lsn < 0:
             return None
         position: tuple[int, ...] = (commit, lsn)
-    elif commit is None and offset is None and "offset" in record:
+    elif commit is None and "offset" in record:  # delivery_offset: a sink's record
         part, off = record.get("partition", 0), record["offset"]
         if type(part) is not int or part < 0 or type(off) is not int or off < 0:
             return None
@@ -306,29 +316,22 @@ def plain_postgres(
     schema, table = source.get("schema"), source.get("table")
     if type(schema) is not str or type(table) is not str or not schema or not table:
         return None
-    if "." in schema or "." in table:
-        return None
     before, after = value.get("before"), value.get("after")
     if (before is not None and type(before) is not dict) or (after is not None and type(after) is not dict):
         return None
-    if after is None:
-        if op != "d":
-            return None
-    elif after:
-        values = after.values()
-        if UNAVAILABLE in values or _UNAVAILABLE_B64 in values or _UNAVAILABLE_LIST in values:
-            return None
+    if (after is None and op != "d") or _has_placeholder(after):
+        return None
     ts = source.get("ts_ms")
     if type(ts) is not int or ts < 0:
         ts = _source_ts(source, value)
-    snapshot = source.get("snapshot")
-    coll = f"{schema}.{table}"
+    coll = collection_name(schema, table)
     if op in "dc":
         position = (order or pos.PgStream()).pair(op, (coll, lsn, source.get("txId")), position)
-    snapshot_s = None if snapshot is None else str(snapshot).lower()
     fmt = "debezium-postgresql"
     return [
-        ChangeEvent(coll, op, dict(key), before, after, position, ts, (), format=fmt, snapshot=snapshot_s)
+        ChangeEvent(
+            coll, op, dict(key), before, after, position, ts, (), format=fmt, snapshot=_snapshot(source)
+        )
     ]
 
 

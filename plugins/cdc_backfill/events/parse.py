@@ -94,7 +94,7 @@ def parse_lines(
         try:
             record = loads(line)
             if debezium and type(record) is dict:  # the common record first, by the shortest path
-                plain = plain_postgres(record, None, order)
+                plain = plain_postgres(record, order)
                 if plain is not None:
                     yield lineno, plain
                     continue
