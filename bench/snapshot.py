@@ -42,11 +42,13 @@ class _Null(io.RawIOBase):
         return len(b)
 
 
-def copy_reference(url: str) -> float:
+def copy_reference(url: str, fmt: str = "csv") -> float:
+    """Seconds of PostgreSQL's ``COPY`` of the table to a client that keeps nothing, as CSV (the text a
+    user's ``\\copy`` gets) or in the binary format the engine reads where it can."""
     conn = psycopg2.connect(libpq_dsn(url))
     t0 = time.perf_counter()
     with conn.cursor() as cur:
-        cur.copy_expert("COPY (SELECT * FROM items ORDER BY id) TO STDOUT WITH (FORMAT csv)", _Null())
+        cur.copy_expert(f"COPY (SELECT * FROM items ORDER BY id) TO STDOUT WITH (FORMAT {fmt})", _Null())
     conn.close()
     return time.perf_counter() - t0
 
@@ -105,10 +107,10 @@ def main() -> None:
             engine.dispose()
             store = SignalStore(pg.url)
             store.init()
-            t_copy = copy_reference(pg.url)
+            t_copy, t_binary = copy_reference(pg.url), copy_reference(pg.url, "binary")
             writer = Writer(pg.url, n)
             writer.start()
-            t_copy_busy = copy_reference(pg.url)
+            t_copy_busy, t_binary_busy = copy_reference(pg.url), copy_reference(pg.url, "binary")
             writer.stop.set()
             writer.join()
             for readers, with_writer in ((1, False), (2, False), (1, True), (2, True)):
@@ -128,6 +130,7 @@ def main() -> None:
                 size = sum(f.stat().st_size for f in landing.rglob("*.parquet"))
                 shutil.rmtree(landing, ignore_errors=True)
                 ref = t_copy_busy if with_writer else t_copy
+                ref_binary = t_binary_busy if with_writer else t_binary
                 [status] = summarize(read_progress(store.engine, store.schema, signal_id))
                 reading = status.rows / status.rate
                 rows_out.append({
@@ -137,11 +140,16 @@ def main() -> None:
                                  f"peak RSS {peak / 2**20:.0f} MiB; {writer.ops:,} writer updates; {size / 1e6:.0f} MB Parquet",
                 })  # fmt: skip
                 rows_out.append({"measure": "    its reading (snapshot status)", "items": status.rows, "seconds": reading,
-                                 "rate": status.rate, "reference": f"{ref / reading:.2f} of COPY"})  # fmt: skip
+                                 "rate": status.rate, "reference": f"{ref / reading:.2f} of COPY; "
+                                                                   f"{ref_binary / reading:.2f} of a binary COPY"})  # fmt: skip
             rows_out.append({"measure": f"  reference: COPY (SELECT ... ORDER BY id), {n:,} rows", "items": n,
                              "seconds": t_copy, "rate": n / t_copy})  # fmt: skip
             rows_out.append({"measure": "  reference: the same COPY, writer running", "items": n,
                              "seconds": t_copy_busy, "rate": n / t_copy_busy})  # fmt: skip
+            rows_out.append({"measure": "  reference: the same COPY (FORMAT binary)", "items": n,
+                             "seconds": t_binary, "rate": n / t_binary})  # fmt: skip
+            rows_out.append({"measure": "  reference: the same binary COPY, writer running", "items": n,
+                             "seconds": t_binary_busy, "rate": n / t_binary_busy})  # fmt: skip
             meta[f"load_seconds_{n}"] = round(t_load, 1)
     report("snapshot", rows_out, meta)
     print("(engine times include process start, planning and every chunk's two watermark commits)")

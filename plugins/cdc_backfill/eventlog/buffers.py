@@ -46,11 +46,26 @@ def char_array(chars: bytes) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(chars), [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
 
 
+_STRIDES: dict[int, pa.Buffer] = {}  # by a value's length: the offsets 0, len, 2 len ... built so far
+
+
+def _stride_offsets(width: int, n: int) -> pa.Buffer:
+    """int32 offsets 0, width, 2 width ... of n values: a slice of one buffer kept for each width (a
+    snapshot chunk's constant columns took 2 ms each building them, every chunk)."""
+    built = _STRIDES.get(width)
+    if built is None or built.size < 4 * (n + 1):
+        count = max(n + 1, 2 * (built.size // 4 if built is not None else 0))
+        built = pa.py_buffer(array("i", range(0, width * count, width)) if width else bytes(4 * count))
+        _STRIDES[width] = built
+    return built.slice(0, 4 * (n + 1))
+
+
 def repeated_string(value: str, n: int) -> pa.Array:
-    """``value`` n times (the origin of every event of a roll)."""
+    """``value`` n times (the origin of every event of a roll, a snapshot chunk's constant columns)."""
     data = value.encode()
-    offsets = array("i", range(0, len(data) * (n + 1), len(data))) if data else array("i", bytes(4 * (n + 1)))
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, _stride_offsets(len(data), n), pa.py_buffer(data * n)]
+    )
 
 
 def int64_array(values: Sequence[int | None]) -> pa.Array:

@@ -34,7 +34,7 @@ def text_table(data: bytes, columns: Sequence[PgColumn], text_columns: Sequence[
     for name in text_columns:
         types[name] = pa.string()
     if not data:
-        return pa.table({n: pa.array([], type=types[n]) for n in names}).cast(_schema(columns, text_columns))
+        return _schema(columns, text_columns).empty_table()
     table = pacsv.read_csv(
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(column_names=names, block_size=8 << 20),

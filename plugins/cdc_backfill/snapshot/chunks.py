@@ -9,9 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from cdc_backfill.eventlog.buffers import repeated_string
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
+from cdc_backfill.pg.copybinary import binary_table
+from cdc_backfill.pg.copybinary import last_fields as binary_last_fields
 from cdc_backfill.pg.csvtext import last_fields, text_table
 from cdc_backfill.snapshot.shape import META_COLUMNS, SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable
@@ -24,23 +27,26 @@ def write_watermark(conn: Any, signal_sql: str, row_id: str, kind: str, data: st
     conn.commit()
 
 
-def copy_rows(conn: Any, sql: str, params: dict[str, Any]) -> tuple[bytes, int]:
-    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) as CSV through ``COPY``, and
-    how many (``COPY``'s own count); commits, because the high watermark must commit after the read's
-    transaction ended."""
+def copy_rows(conn: Any, sql: str, params: dict[str, Any], binary: bool = False) -> tuple[bytes, int]:
+    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) through ``COPY``, as CSV or
+    in its ``binary`` format, and how many (``COPY``'s own count); commits, because the high watermark
+    must commit after the read's transaction ended."""
     buf = io.BytesIO()
     with conn.cursor() as cur:
         query = cur.mogrify(sql, params).decode()
-        cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)", buf)
+        cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT {'binary' if binary else 'csv'})", buf)
         rows = cur.rowcount
     conn.commit()
     return buf.getvalue(), rows
 
 
-def chunk_end(data: bytes, rows: int, ct: ChunkTable) -> list[str] | None:
-    """The last key of a chunk of ``rows`` rows (its CSV ``data``) as text: all a reader needs before
-    its next chunk, so the conversion to Arrow (``read_events``) can run on the lander meanwhile."""
-    return last_fields(data, len(ct.key)) if rows else None
+def chunk_end(data: bytes, rows: int, ct: ChunkTable, binary: bool = False) -> list[str] | None:
+    """The last key of a chunk of ``rows`` rows (its CSV or ``binary`` ``data``) as text: all a reader
+    needs before its next chunk, so the conversion to Arrow (``read_events``) can run on the lander
+    meanwhile."""
+    if not rows:
+        return None
+    return binary_last_fields(data, len(ct.key)) if binary else last_fields(data, len(ct.key))
 
 
 def key_columns(ct: ChunkTable) -> list[str]:
@@ -49,16 +55,27 @@ def key_columns(ct: ChunkTable) -> list[str]:
 
 
 def read_events(
-    data: bytes, shape: TableShape, ct: ChunkTable, chunk_id: str, signal: str | None = None
+    data: bytes,
+    shape: TableShape,
+    ct: ChunkTable,
+    chunk_id: str,
+    signal: str | None = None,
+    kinds: tuple[bytes, bytes] | None = None,
 ) -> pa.Table:
-    """The CSV of a chunk as READ events in the collection's Arrow schema (the key's text columns the
-    query appends for the next chunk's start, ``chunk_end``, left out)."""
+    """A chunk's rows (CSV, or COPY's binary format read by ``kinds``, ``copybinary.binary_kinds``) as
+    READ events in the collection's Arrow schema (the key's text columns the query appends for the next
+    chunk's start, ``chunk_end``, left out)."""
     key_names = key_columns(ct)
-    table = text_table(data, shape.columns, key_names).drop_columns(key_names)
+    if kinds is not None and data:
+        table = binary_table(data, shape.columns, kinds, key_names)
+    else:
+        table = text_table(data, shape.columns, key_names)
+    table = table.drop_columns(key_names)
     n = table.num_rows
-    # Constant columns by repeat: built from Python lists they took a third of the conversion's time.
+    # Constant columns from buffers: built from Python lists they took a third of the conversion's time,
+    # and pa.scalar, like pa.array, imports pandas on its first call (0.23 s of a snapshot's first chunk).
     for name, value in zip(META_COLUMNS, ("r", shape.collection, chunk_id), strict=True):
-        table = table.append_column(name, pa.repeat(pa.scalar(value, pa.string()), n))
+        table = table.append_column(name, repeated_string(value, n))
     return table.cast(shape.arrow_schema(signal))
 
 

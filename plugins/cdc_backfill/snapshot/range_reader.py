@@ -11,6 +11,7 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from cdc_backfill.pg.copybinary import binary_kinds
 from cdc_backfill.signals.marks import window_data
 from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Signal, close_id, open_id
 from cdc_backfill.signals.states import RangeStatus
@@ -94,6 +95,11 @@ class RangeReader:
         self.ct = shape.chunk_table()
         self.conn = conn
         self.size = plan.chunk_size  # rows the next chunk asks for: grows when the plan is adaptive
+        # COPY's binary format where every column has one the engine reads (else CSV): the server
+        # formats no value as text, which was most of its side of a chunk's COPY
+        self.kinds = (
+            binary_kinds(shape.columns, len(self.ct.key)) if snapshot.dialect == "postgresql" else None
+        )
         self._lander = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander")
         self._landing: Future[None] | None = None
 
@@ -154,14 +160,16 @@ class RangeReader:
             snapshot.window_hook(shape, after)
 
         sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size)
-        data_rows, n = copy_rows(conn, sql, params)  # ends the read's transaction
+        data_rows, n = copy_rows(
+            conn, sql, params, binary=self.kinds is not None
+        )  # ends the read's transaction
         crash_point("during-read", chunk_no)
 
         write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
         seconds = time.monotonic() - opened
         log.info("%s: high watermark written", tag)
         crash_point("after-close", chunk_no)
-        last = chunk_end(data_rows, n, self.ct)
+        last = chunk_end(data_rows, n, self.ct, binary=self.kinds is not None)
         return chunk_id, data_rows, n, last, seconds
 
     def _land_and_record(
@@ -177,7 +185,7 @@ class RangeReader:
         """Steps 4 and 5: the chunk's rows (``data``, CSV) as READ events in a chunk file, then its
         progress (``chunk_no`` chunks of the range done, ``rows`` rows read); a range a stop ended
         meanwhile keeps its status."""
-        table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id)
+        table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id, self.kinds)
         land_chunk(self.snapshot.landing, self.shape.collection, chunk_id, table)
         log.info(
             "%s range %s chunk %s: %s rows landed",
