@@ -12,8 +12,16 @@ import sqlalchemy as sa
 
 from cdc_backfill.pg.catalog import table_columns
 from cdc_backfill.pg.connect import SESSION_OPTIONS, libpq_dsn
-from cdc_backfill.pg.copybinary import binary_kinds, binary_table, column_kind, reader_built
-from cdc_backfill.pg.copybinary import last_fields as binary_last_fields
+from cdc_backfill.pg.copybinary import (
+    BYTES,
+    DATE,
+    INT8,
+    binary_rows,
+    binary_table,
+    column_kind,
+    last_key,
+    reader_built,
+)
 from cdc_backfill.pg.csvtext import last_fields, text_table
 from cdc_backfill.pgtypes import PgColumn
 from tests.conftest import unavailable
@@ -79,13 +87,19 @@ def edges(fresh_db: str) -> tuple[Any, list[PgColumn]]:
     conn.close()
 
 
-def test_every_type_the_binary_reader_takes_reads_as_the_csv_path_reads_it(edges: Any) -> None:
+@pytest.mark.parametrize("key", [["id"], ["amount", "id"]])
+def test_every_type_the_binary_reader_takes_reads_as_the_csv_path_reads_it(
+    edges: Any, key: list[str]
+) -> None:
     conn, columns = edges
-    kinds = binary_kinds(columns, 1)
-    assert kinds is not None, "every column here has a binary form"
-    sql = "SELECT *, id::text AS _k0 FROM edges ORDER BY id"
-    from_binary = binary_table(_copy(conn, sql, "binary"), columns, kinds, ["_k0"])
-    from_csv = text_table(_copy(conn, sql, "csv"), columns, ["_k0"])
+    rows = binary_rows(columns, key)
+    assert rows is not None, "every column here has a binary form"
+    # a bigint key's binary values give its text: nothing appended; a numeric one's do not
+    texts = [f"{k}::text AS _k{i}" for i, k in enumerate(key)] if rows.appended else []
+    names = [f"_k{i}" for i in range(rows.appended)]
+    sql = f"SELECT {', '.join(['*', *texts])} FROM edges ORDER BY id"
+    from_binary = binary_table(_copy(conn, sql, "binary"), columns, rows, names)
+    from_csv = text_table(_copy(conn, sql, "csv"), columns, names)
     assert from_binary.schema == from_csv.schema
     for name in from_csv.column_names:  # column by column, so that a failure names its column
         # by repr: NaN equals NaN, and -0.0 differs from 0.0
@@ -96,13 +110,21 @@ def _reprs(column: Any) -> list[str]:
     return [repr(v) for v in column.to_pylist()]
 
 
-def test_the_last_rows_key_is_read_as_the_csv_path_reads_it(edges: Any) -> None:
-    conn, _ = edges
-    sql = "SELECT id, name::text AS _k0, label::text AS _k1 FROM edges WHERE id <= {} ORDER BY id"
-    for last in (1, 2, 3):
-        binary = _copy(conn, sql.format(last), "binary")
-        assert binary_last_fields(binary, 2) == last_fields(_copy(conn, sql.format(last), "csv"), 2)
-    assert binary_last_fields(_copy(conn, sql.format(0), "binary"), 2) is None
+@pytest.mark.parametrize(
+    "key", [["i2"], ["i4"], ["id"], ["o"], ["name", "code"], ["label"], ["u"], ["nm"], ["ts"]]
+)
+def test_the_last_rows_key_text_is_what_the_csv_path_reads(edges: Any, key: list[str]) -> None:
+    conn, columns = edges
+    rows = binary_rows(columns, key)
+    assert rows is not None
+    assert (rows.appended == 0) == (key != ["ts"]), "integers, text and uuid give their text; a timestamp not"
+    texts = ", ".join(f"{k}::text AS _k{i}" for i, k in enumerate(key))
+    for last in (1, 2, 3, 4):  # 3 holds NULLs
+        sql = f"SELECT * FROM edges WHERE id <= {last} ORDER BY id"
+        appended = f"SELECT *, {texts} FROM edges WHERE id <= {last} ORDER BY id"
+        binary = _copy(conn, appended if rows.appended else sql, "binary")
+        assert last_key(binary, rows) == last_fields(_copy(conn, appended, "csv"), len(key)), last
+    assert last_key(_copy(conn, "SELECT * FROM edges WHERE false", "binary"), rows) is None
 
 
 @pytest.mark.parametrize(
@@ -121,24 +143,27 @@ def test_a_value_the_lake_type_cannot_hold_is_an_error_naming_its_column(
     with conn.cursor() as cur:
         cur.execute(f"UPDATE edges SET {column} = {value} WHERE id = 4")
     conn.commit()
-    kinds = binary_kinds(columns)
-    assert kinds is not None
+    rows = binary_rows(columns, ["id"])
+    assert rows is not None
     with pytest.raises(ValueError, match=f"^{message}$"):
-        binary_table(_copy(conn, "SELECT * FROM edges ORDER BY id", "binary"), columns, kinds)
+        binary_table(_copy(conn, "SELECT * FROM edges ORDER BY id", "binary"), columns, rows)
 
 
 def test_types_without_a_binary_form_here_leave_the_table_to_csv() -> None:
     kept = [PgColumn("id", "bigint", 20)]
     for other in ("time without time zone", "interval", "text[]", "numeric", "numeric(39,2)", "inet", "mood"):
         assert column_kind(PgColumn("x", other, 0)) is None, other
-        assert binary_kinds([*kept, PgColumn("x", other, 0)]) is None, other
-    assert binary_kinds(kept, 2) == (bytes([2, 10, 10]), bytes(3))
+        assert binary_rows([*kept, PgColumn("x", other, 0)], ["id"]) is None, other
+    rows = binary_rows(kept, ["id"])
+    assert rows is not None and (rows.kinds, rows.key_index, rows.appended) == (bytes([INT8]), (0,), 0)
+    rows = binary_rows([*kept, PgColumn("at", "date", 1082)], ["at", "id"])
+    assert rows is not None and (rows.kinds, rows.appended) == (bytes([INT8, DATE, BYTES, BYTES]), 2)
 
 
 def test_malformed_data_is_a_value_error_not_a_crash() -> None:
-    kinds = binary_kinds([PgColumn("id", "bigint", 20)])
-    assert kinds is not None
+    rows = binary_rows([PgColumn("id", "bigint", 20)], ["id"])
+    assert rows is not None
     header = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
     for data in (b"", b"id\n1\n", header, header + b"\x00\x01\x00\x00\x00\x08\x00", header + b"\x00\x02"):
         with pytest.raises(ValueError, match="COPY"):
-            binary_table(data, [PgColumn("id", "bigint", 20)], kinds)
+            binary_table(data, [PgColumn("id", "bigint", 20)], rows)

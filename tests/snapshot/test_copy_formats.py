@@ -54,7 +54,7 @@ def test_binary_and_csv_reads_land_the_same_read_rows(
 
     def noted(self: RangeReader, *args: object) -> None:
         init(self, *args)  # type: ignore[arg-type]
-        formats[self.shape.collection] = self.kinds is not None
+        formats[self.shape.collection] = self.binary is not None
 
     monkeypatch.setattr(RangeReader, "__init__", noted)
     landing = tmp_path / "landing"

@@ -8,8 +8,7 @@
  *   kinds: bytes, one code per column (KIND_* below); scales: bytes, a numeric column's scale
  *   validity: an Arrow validity bitmap; values: fixed-width values, or a variable-width column's bytes;
  *   offsets: int32 offsets (rows + 1) of a variable-width column
- * last_fields(data, count) -> the last row's last ``count`` fields (bytes, None for NULL), or None when
- *   the data holds no row
+ * last_row(data) -> the last row's fields (bytes, None for NULL), or None when the data holds no row
  *
  * A value the lake type cannot hold (an infinite date or timestamp, a numeric NaN or infinity, or one
  * beyond 38 digits) is a ValueError naming the column's index: the CSV path refuses the same values.
@@ -320,25 +319,20 @@ done:
     return result;
 }
 
-static PyObject *last_fields(PyObject *self, PyObject *args) {
+static PyObject *last_row(PyObject *self, PyObject *arg) {
     (void)self;
     Py_buffer data;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "y*n", &data, &count)) return NULL;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *d = data.buf;
     Py_ssize_t n = data.len, last = -1;
     PyObject *result = NULL;
     Error err = {{0}, 0};
-    Py_ssize_t p = skip_header(d, n, &err);
     int fields = 0;
     Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t p = skip_header(d, n, &err);
     while (p >= 0) {  /* the last row's start: each row's fields are skipped by their lengths */
         Py_ssize_t next = skip_row(d, n, p, &fields, &err);
         if (next < 0) break;
-        if (fields < count) {
-            snprintf(err.message, sizeof err.message, "a COPY row has fewer fields than the key");
-            break;
-        }
         last = p;
         p = next;
     }
@@ -349,18 +343,16 @@ static PyObject *last_fields(PyObject *self, PyObject *args) {
     }
     if (last < 0) { result = Py_NewRef(Py_None); goto done; }
     fields = (int16_t)be16(d + last);
-    result = PyList_New(count);
+    result = PyList_New(fields);
     if (!result) goto done;
-    p = last + 2;
-    for (int f = 0, out = 0; f < fields; f++) {
-        int32_t len = (int32_t)be32(d + p);
-        p += 4;
-        if (f >= fields - count) {
-            PyObject *v = len < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)d + p, len);
-            if (!v) { Py_CLEAR(result); goto done; }
-            PyList_SET_ITEM(result, out++, v);
-        }
-        if (len > 0) p += len;
+    Py_ssize_t q = last + 2;
+    for (int f = 0; f < fields; f++) {
+        int32_t len = (int32_t)be32(d + q);
+        q += 4;
+        PyObject *v = len < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)d + q, len);
+        if (!v) { Py_CLEAR(result); goto done; }
+        PyList_SET_ITEM(result, f, v);
+        if (len > 0) q += len;
     }
 done:
     PyBuffer_Release(&data);
@@ -369,7 +361,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"columns", columns, METH_VARARGS, "COPY binary rows to Arrow buffers: (rows, [(validity, values, offsets)])"},
-    {"last_fields", last_fields, METH_VARARGS, "the last COPY binary row's last fields, or None"},
+    {"last_row", last_row, METH_O, "the last COPY binary row's fields (bytes, None for NULL), or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,8 +13,7 @@ from cdc_backfill.eventlog.buffers import repeated_string
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
-from cdc_backfill.pg.copybinary import binary_table
-from cdc_backfill.pg.copybinary import last_fields as binary_last_fields
+from cdc_backfill.pg.copybinary import BinaryRows, binary_table, last_key
 from cdc_backfill.pg.csvtext import last_fields, text_table
 from cdc_backfill.snapshot.shape import META_COLUMNS, SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable
@@ -40,13 +39,13 @@ def copy_rows(conn: Any, sql: str, params: dict[str, Any], binary: bool = False)
     return buf.getvalue(), rows
 
 
-def chunk_end(data: bytes, rows: int, ct: ChunkTable, binary: bool = False) -> list[str] | None:
-    """The last key of a chunk of ``rows`` rows (its CSV or ``binary`` ``data``) as text: all a reader
-    needs before its next chunk, so the conversion to Arrow (``read_events``) can run on the lander
-    meanwhile."""
+def chunk_end(data: bytes, rows: int, ct: ChunkTable, binary: BinaryRows | None = None) -> list[str] | None:
+    """The last key of a chunk of ``rows`` rows (its CSV ``data``, or read by ``binary``) as text: all a
+    reader needs before its next chunk, so the conversion to Arrow (``read_events``) can run on the
+    lander meanwhile."""
     if not rows:
         return None
-    return binary_last_fields(data, len(ct.key)) if binary else last_fields(data, len(ct.key))
+    return last_key(data, binary) if binary is not None else last_fields(data, len(ct.key))  # type: ignore[return-value]
 
 
 def key_columns(ct: ChunkTable) -> list[str]:
@@ -60,14 +59,14 @@ def read_events(
     ct: ChunkTable,
     chunk_id: str,
     signal: str | None = None,
-    kinds: tuple[bytes, bytes] | None = None,
+    binary: BinaryRows | None = None,
 ) -> pa.Table:
-    """A chunk's rows (CSV, or COPY's binary format read by ``kinds``, ``copybinary.binary_kinds``) as
-    READ events in the collection's Arrow schema (the key's text columns the query appends for the next
-    chunk's start, ``chunk_end``, left out)."""
-    key_names = key_columns(ct)
-    if kinds is not None and data:
-        table = binary_table(data, shape.columns, kinds, key_names)
+    """A chunk's rows (CSV, or COPY's binary format read by ``binary``) as READ events in the collection's
+    Arrow schema (the key's text columns the query appends for the next chunk's start, ``chunk_end``,
+    left out)."""
+    key_names = key_columns(ct) if binary is None or binary.appended else []
+    if binary is not None and data:
+        table = binary_table(data, shape.columns, binary, key_names)
     else:
         table = text_table(data, shape.columns, key_names)
     table = table.drop_columns(key_names)

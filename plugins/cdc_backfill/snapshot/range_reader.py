@@ -11,7 +11,7 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from cdc_backfill.pg.copybinary import binary_kinds
+from cdc_backfill.pg.copybinary import binary_rows
 from cdc_backfill.signals.marks import window_data
 from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Signal, close_id, open_id
 from cdc_backfill.signals.states import RangeStatus
@@ -37,9 +37,11 @@ def chunk_query(
     rng: RangeProgress,
     after: list[str] | None,
     size: int,
+    key_text: bool = True,
 ) -> tuple[str, dict[str, str]]:
     """The next chunk's SQL and parameters: keys after ``after`` up to the range's end, at most ``size``
-    of them; the range of NULL keys is read whole in one chunk (it has no order to page by)."""
+    of them; the range of NULL keys is read whole in one chunk (it has no order to page by).
+    ``key_text``: the key's text columns appended to each row (for the next chunk's start)."""
     null_range = rng.range_no == NULL_RANGE
     sql = chunk_sql(
         ct,
@@ -49,6 +51,7 @@ def chunk_query(
         limit=None if null_range else size,
         condition=plan.condition,
         null_keys=null_range,
+        key_text=key_text,
     )
     return sql, {**key_params("lo", after), **key_params("hi", rng.hi)}
 
@@ -63,6 +66,7 @@ def chunk_sql(
     limit: int | None,
     condition: str | None,
     null_keys: bool,
+    key_text: bool = True,
 ) -> str:
     """A chunk's statement compiled once per shape: a range's chunks differ only in their key values,
     and compiling it for each chunk took the reader nearly as long as the chunk's two watermarks."""
@@ -74,7 +78,7 @@ def chunk_sql(
         limit=limit,
         condition=condition,
         null_keys=null_keys,
-        key_text=True,
+        key_text=key_text,
     )
     return compile_sql(stmt, dialect)
 
@@ -97,9 +101,7 @@ class RangeReader:
         self.size = plan.chunk_size  # rows the next chunk asks for: grows when the plan is adaptive
         # COPY's binary format where every column has one the engine reads (else CSV): the server
         # formats no value as text, which was most of its side of a chunk's COPY
-        self.kinds = (
-            binary_kinds(shape.columns, len(self.ct.key)) if snapshot.dialect == "postgresql" else None
-        )
+        self.binary = binary_rows(shape.columns, self.ct.key) if snapshot.dialect == "postgresql" else None
         self._lander = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander")
         self._landing: Future[None] | None = None
 
@@ -159,9 +161,11 @@ class RangeReader:
         if snapshot.window_hook is not None:
             snapshot.window_hook(shape, after)
 
-        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size)
+        # the key's text appended to each row only where its binary values do not give it plainly
+        key_text = self.binary is None or self.binary.appended > 0
+        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size, key_text)
         data_rows, n = copy_rows(
-            conn, sql, params, binary=self.kinds is not None
+            conn, sql, params, binary=self.binary is not None
         )  # ends the read's transaction
         crash_point("during-read", chunk_no)
 
@@ -169,7 +173,7 @@ class RangeReader:
         seconds = time.monotonic() - opened
         log.info("%s: high watermark written", tag)
         crash_point("after-close", chunk_no)
-        last = chunk_end(data_rows, n, self.ct, binary=self.kinds is not None)
+        last = chunk_end(data_rows, n, self.ct, self.binary)
         return chunk_id, data_rows, n, last, seconds
 
     def _land_and_record(
@@ -185,7 +189,7 @@ class RangeReader:
         """Steps 4 and 5: the chunk's rows (``data``, CSV) as READ events in a chunk file, then its
         progress (``chunk_no`` chunks of the range done, ``rows`` rows read); a range a stop ended
         meanwhile keeps its status."""
-        table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id, self.kinds)
+        table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id, self.binary)
         land_chunk(self.snapshot.landing, self.shape.collection, chunk_id, table)
         log.info(
             "%s range %s chunk %s: %s rows landed",
