@@ -10,7 +10,9 @@ import pyarrow.parquet as pq
 
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import log_file_name, rolls_dir
+from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import (
+    ReadSpan,
     RunInput,
     RunMeta,
     chunk_footers,
@@ -19,8 +21,10 @@ from cdc_backfill.reconcile.runs import (
     next_meta,
     reads_once,
     stream_files,
+    stream_spans,
     unmoved_json_reason,
 )
+from cdc_backfill.reconcile.windows import Window
 
 
 def test_a_landing_with_json_stream_files_is_refused_with_the_ingest_command(tmp_path: Path) -> None:
@@ -112,7 +116,7 @@ def test_chunk_footers_give_each_chunks_rows_and_key_range(tmp_path: Path) -> No
     footers = chunk_footers(chunks, "id")
     assert footers.rows == {"c1": 3, "c2": 0}
     assert footers.key_ranges == [(1, 3)]  # a chunk that read no rows reads no key
-    assert chunk_footers([], "id") == ({}, [])
+    assert chunk_footers([], "id") == ({}, {})
 
 
 def test_keys_are_read_once_only_where_the_chunks_key_ranges_are_apart(tmp_path: Path) -> None:
@@ -128,3 +132,25 @@ def test_keys_are_read_once_only_where_the_chunks_key_ranges_are_apart(tmp_path:
     assert not reads_once(ranges([1, 2], [3], write_statistics=False))  # no statistics: not known
     assert not reads_once([(1, 2), (float("nan"), 3.0)])
     assert reads_once([])
+
+
+def test_the_stream_is_marked_by_spans_only_where_they_tell_a_keys_chunk(tmp_path: Path) -> None:
+    def window(chunk: str, low: int, high: int | None) -> Window:
+        return Window(chunk, "public.t", "s1", bytes([low]), None if high is None else bytes([high]))
+
+    wins = [window("c1", 10, 20), window("c2", 30, 40), window("c3", 50, None)]  # c3's window is open
+    spans = {"c2": (5, 9), "c1": (1, 4), "c3": (10, 12), "c4": (13, 14)}  # c4: no window found
+    ids = [PgColumn("id", "bigint", 20), PgColumn("v", "text", 25)]
+    assert stream_spans(spans, wins, ids, ["id"]) == [
+        ReadSpan(1, 4, b"\x0a", b"\x14"),  # by least key; only closed windows
+        ReadSpan(5, 9, b"\x1e", b"\x28"),
+    ]
+    assert stream_spans({"c1": ("a", "c"), "c2": ("d", "d")}, wins, [PgColumn("id", "text", 25)], ["id"])
+    assert stream_spans({"c1": (1, 5), "c2": (5, 9)}, wins, ids, ["id"]) is None  # a key in two chunks
+    assert stream_spans({"c1": None}, wins, ids, ["id"]) is None  # a file without statistics
+    assert stream_spans(spans, wins, [*ids, PgColumn("k", "integer", 23)], ["id", "k"]) is None  # two columns
+    assert (
+        stream_spans(spans, wins, [PgColumn("id", "numeric(9,2)", 1700)], ["id"]) is None
+    )  # not int or text
+    many = {f"c{i}": (2 * i, 2 * i + 1) for i in range(600)}
+    assert stream_spans(many, [window(f"c{i}", 1, 2) for i in range(600)], ids, ["id"]) is None  # too many

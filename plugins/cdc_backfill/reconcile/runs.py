@@ -31,6 +31,7 @@ from cdc_backfill.layout import (
     snapshot_dir,
     stream_dir,
 )
+from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
 from cdc_backfill.state.table import StateError, StateVersion, current_version
 
@@ -263,22 +264,27 @@ def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
 class ChunkFooters(NamedTuple):
     """What a run's chunk files' footers tell: the READ rows of each chunk (by its id, the file's name),
     and each file's least and greatest value of the key's first column (None where a file has no such
-    statistics; files without rows left out)."""
+    statistics; files without rows left out), by chunk id in ``spans``."""
 
     rows: dict[str, int]
-    key_ranges: list[tuple[Any, Any] | None]
+    spans: dict[str, tuple[Any, Any] | None]
+
+    @property
+    def key_ranges(self) -> list[tuple[Any, Any] | None]:
+        return list(self.spans.values())
 
 
 def chunk_footers(chunks: Sequence[Any], first_key: str | None = None) -> ChunkFooters:
     """:class:`ChunkFooters` of the chunk files: no Spark job; a landing on S3 reads them a few at a
     time."""
     if not chunks:
-        return ChunkFooters({}, [])
+        return ChunkFooters({}, {})
     with ThreadPoolExecutor(max_workers=min(16, len(chunks))) as pool:
         footers = list(pool.map(parquet_metadata, chunks))
     rows = {p.stem: m.num_rows for p, m in zip(chunks, footers, strict=True)}
     # a chunk that read no rows reads no key
-    return ChunkFooters(rows, [key_range(m, first_key) for m in footers if m.num_rows])
+    spans = {p.stem: key_range(m, first_key) for p, m in zip(chunks, footers, strict=True) if m.num_rows}
+    return ChunkFooters(rows, spans)
 
 
 def key_range(footer: Any, column: str | None) -> tuple[Any, Any] | None:
@@ -297,6 +303,47 @@ def key_range(footer: Any, column: str | None) -> tuple[Any, Any] | None:
         least = stats.min if least is None else min(least, stats.min)
         greatest = stats.max if greatest is None else max(greatest, stats.max)
     return least, greatest
+
+
+class ReadSpan(NamedTuple):
+    """A closed chunk's keys (the least and greatest, from its file's footer) and its window."""
+
+    least: Any
+    greatest: Any
+    low: bytes
+    high: bytes
+
+
+def read_spans(spans: Mapping[str, tuple[Any, Any] | None], windows: Sequence[Any]) -> list[ReadSpan] | None:
+    """The chunks whose window has closed, by their least key, where the chunk files' key ranges are
+    apart (:func:`reads_once`): then a key's READ row is in the one chunk whose range holds the key, and
+    a stream event of that key is inside the READ row's window exactly when it is inside that chunk's.
+    None where the ranges do not tell it (a file without statistics, ranges that meet)."""
+    if not reads_once(list(spans.values())):
+        return None
+    closed = {w.chunk_id: w for w in windows if w.high is not None}
+    found = [
+        ReadSpan(span[0], span[1], closed[chunk].low, closed[chunk].high)
+        for chunk, span in spans.items()
+        if span is not None and chunk in closed
+    ]
+    return sorted(found, key=lambda s: s.least)
+
+
+SPANS_AT_MOST = 512  # chunks whose spans mark the stream by comparisons; more are joined (the plan's size)
+
+
+def stream_spans(
+    spans: Mapping[str, Any], window_rows: Sequence[Any], columns: Sequence[PgColumn], key: Sequence[str]
+) -> list[ReadSpan] | None:
+    """The closed chunks' key ranges and windows (``reconcile.runs.read_spans``) that mark the stream in
+    the merge's pass without a join: for a key of one integer or text column (whose footer statistics
+    compare as Spark compares the column), and not too many chunks for one expression."""
+    kinds = {c.name: c.kind for c in columns}
+    if len(key) != 1 or kinds.get(key[0]) not in ("int", "text"):
+        return None
+    found = read_spans(spans, window_rows)
+    return found if found is not None and len(found) <= SPANS_AT_MOST else None
 
 
 def reads_once(ranges: Sequence[tuple[Any, Any] | None]) -> bool:

@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
 from cdc_backfill.reconcile.spark.winners import (
     FILL_ONLY_PRIORITY,
@@ -193,12 +194,25 @@ def placed_reads(df: DataFrame, columns: Sequence[PgColumn], at: str, priority: 
 
 
 def reads_beside_stream(
-    reads: DataFrame, wins: DataFrame, stream: DataFrame, columns: Sequence[PgColumn], key: Sequence[str]
+    reads: DataFrame,
+    wins: DataFrame,
+    stream: DataFrame,
+    columns: Sequence[PgColumn],
+    key: Sequence[str],
+    spans: Sequence[ReadSpan] | None = None,
 ) -> list[DataFrame]:
     """The stream and the READ rows at their window's high, for ``winners.merged_judging_reads``: each
     stream row marked ``_cdc_inside`` when it is strictly inside the window of its key's READ row (the
-    READ rows' keys and windows broadcast, so the stream is read once, with no shuffle of its own)."""
+    READ rows' keys and windows broadcast, so the stream is read once, with no shuffle of its own).
+    ``spans`` (``reconcile.runs.read_spans``): the closed chunks' key ranges and windows, where they tell
+    which chunk a key's READ row is in; then the stream is marked by comparing its key and position with
+    them, with no join (which cost a third of the merge's first stage at 1M events)."""
     placed = in_windows(reads, wins)
+    no_mark = F.lit(None).cast("boolean").alias(INSIDE)
+    reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
+    if spans is not None:
+        inside = inside_spans(F.col(key[0]), F.col("_cdc_sort").getField("position"), spans)
+        return [stream.select("*", inside.alias(INSIDE)), reads_placed]
     windows_of = F.broadcast(
         placed.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)], "_cdc_low", "_cdc_high")
     )
@@ -206,8 +220,22 @@ def reads_beside_stream(
     p = F.col("_cdc_sort").getField("position")
     inside = (p > F.col("_cdc_low")) & (p < F.col("_cdc_high"))
     marked = stream.join(windows_of, same, "left").select(*stream.columns, inside.alias(INSIDE))
-    no_mark = F.lit(None).cast("boolean").alias(INSIDE)
-    return [marked, placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)]
+    return [marked, reads_placed]
+
+
+def inside_spans(key: Column, position: Column, spans: Sequence[ReadSpan]) -> Column:
+    """True where ``key`` is in a span's key range and ``position`` strictly inside its window (``spans``
+    sorted and apart): a binary search written as nested conditions, a few comparisons a row."""
+    if not spans:
+        return F.lit(False)
+    if len(spans) == 1:
+        s = spans[0]
+        in_range = (key >= F.lit(s.least)) & (key <= F.lit(s.greatest))
+        return in_range & (position > F.lit(bytearray(s.low))) & (position < F.lit(bytearray(s.high)))
+    mid = len(spans) // 2
+    return F.when(key < F.lit(spans[mid].least), inside_spans(key, position, spans[:mid])).otherwise(
+        inside_spans(key, position, spans[mid:])
+    )
 
 
 def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
@@ -278,6 +306,7 @@ def reconcile_parts(
     few_reads: bool = False,
     no_truncate: bool = False,
     reads_once: bool = False,
+    spans: Sequence[ReadSpan] | None = None,
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
     ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
@@ -293,7 +322,8 @@ def reconcile_parts(
     caller knows the rows hold no truncate; the judgement and the merge then do not look for one (each
     look is a scan of the log). ``reads_once``: no key has two READ rows (``reconcile.runs.reads_once``);
     with few READ rows, no truncate and no row that left a column out, the READ rows are then judged in
-    the merge's own pass (``winners.merged_judging_reads``), and the stream is read once."""
+    the merge's own pass (``winners.merged_judging_reads``), and the stream is read once. ``spans``: see
+    :func:`reads_beside_stream`."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if wins is None:
@@ -307,7 +337,7 @@ def reconcile_parts(
         and left_out == 0
         and not key_changes
     ):
-        parts = reads_beside_stream(reads, wins, stream, columns, key)
+        parts = reads_beside_stream(reads, wins, stream, columns, key, spans)
         if previous is not None:
             parts.append(previous_rows(previous, columns).withColumn(INSIDE, F.lit(None).cast("boolean")))
         merged = reduce(DataFrame.unionByName, parts)

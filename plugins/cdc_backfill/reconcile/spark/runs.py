@@ -23,7 +23,14 @@ from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
-from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_footers, next_meta, reads_once
+from cdc_backfill.reconcile.runs import (
+    RunInput,
+    RunMeta,
+    chunk_footers,
+    next_meta,
+    reads_once,
+    stream_spans,
+)
 from cdc_backfill.reconcile.spark.merge import (
     ROW_OPS,
     after_position,
@@ -186,6 +193,7 @@ def reconcile_run(
         # a small run's merge is small: by column, without counting
         left_out=None if small else left_out_rows(totals, frames.carry_rows, previous),
         few_reads=reads_total <= FEW_READS, no_truncate=no_truncate, reads_once=reads_once(footers.key_ranges),
+        spans=stream_spans(footers.spans, window_rows, columns, key),
     )  # fmt: skip
     state, counted = state_of(parts.keys, snapshots.removals)
     if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]
