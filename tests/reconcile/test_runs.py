@@ -12,6 +12,7 @@ from cdc_backfill.events.positions import position_key
 from cdc_backfill.layout import log_file_name, rolls_dir
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import (
+    SPANS_AT_MOST,
     ReadSpan,
     RunInput,
     RunMeta,
@@ -152,5 +153,7 @@ def test_the_stream_is_marked_by_spans_only_where_they_tell_a_keys_chunk(tmp_pat
     assert (
         stream_spans(spans, wins, [PgColumn("id", "numeric(9,2)", 1700)], ["id"]) is None
     )  # not int or text
-    many = {f"c{i}": (2 * i, 2 * i + 1) for i in range(600)}
-    assert stream_spans(many, [window(f"c{i}", 1, 2) for i in range(600)], ids, ["id"]) is None  # too many
+    many = {f"c{i}": (2 * i, 2 * i + 1) for i in range(SPANS_AT_MOST + 1)}
+    wins = [window(f"c{i}", 1, 2) for i in range(SPANS_AT_MOST + 1)]
+    assert stream_spans(many, wins, ids, ["id"]) is None  # too many for one expression: the join
+    assert stream_spans(dict(list(many.items())[:SPANS_AT_MOST]), wins, ids, ["id"])

@@ -204,7 +204,7 @@ def reads_beside_stream(
     """The stream and the READ rows at their window's high, for ``winners.merged_judging_reads``: each
     stream row marked ``_cdc_inside`` when it is strictly inside the window of its key's READ row (the
     READ rows' keys and windows broadcast, so the stream is read once, with no shuffle of its own).
-    ``spans`` (``reconcile.runs.read_spans``): the closed chunks' key ranges and windows, where they tell
+    ``spans`` (``reconcile.runs.stream_spans``): the closed chunks' key ranges and windows, where they tell
     which chunk a key's READ row is in; then the stream is marked by comparing its key and position with
     them, with no join (which cost a third of the merge's first stage at 1M events)."""
     placed = in_windows(reads, wins)
