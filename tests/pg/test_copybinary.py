@@ -145,7 +145,7 @@ def test_a_value_the_lake_type_cannot_hold_is_an_error_naming_its_column(
     conn.commit()
     rows = binary_rows(columns, ["id"])
     assert rows is not None
-    with pytest.raises(ValueError, match=f"^{message}$"):
+    with pytest.raises(ValueError, match=f"^{message} \\(leave such rows out with the signal's --condition"):
         binary_table(_copy(conn, "SELECT * FROM edges ORDER BY id", "binary"), columns, rows)
 
 

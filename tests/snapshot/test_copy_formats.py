@@ -3,6 +3,8 @@ both land the same READ rows for the same values."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +16,8 @@ from cdc_backfill.pg.copybinary import reader_built
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.range_reader import RangeReader
 from tests.conftest import unavailable
-from tests.support.pg import send, sql
+from tests.support.cli import cli, ok
+from tests.support.pg import plain_url, send, sql
 
 pytestmark = pytest.mark.pg
 
@@ -66,3 +69,42 @@ def test_binary_and_csv_reads_land_the_same_read_rows(
     assert mixed.select(plain.column_names).equals(plain)
     assert mixed.column("tags").to_pylist()[:2] == ["{1,NULL}", "{2,NULL}"]
     assert mixed.column("span").to_pylist()[:2] == ["00:00:01", "00:00:02"]
+
+
+def test_a_value_the_lake_cannot_hold_fails_the_collection_with_a_condition_that_works_as_printed(
+    fresh_db: str, tmp_path: Path
+) -> None:
+    if not reader_built():
+        unavailable(
+            "the C reader of COPY's binary format", "not built: make venv builds it where a C compiler is"
+        )
+    sql(
+        fresh_db,
+        "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz, amount numeric(9,2))",
+        "INSERT INTO t SELECT i, timestamptz '2026-11-28 00:00:00+00', i FROM generate_series(1, 300) i",
+        "UPDATE t SET at = NULL WHERE id = 7",
+        "UPDATE t SET at = 'infinity' WHERE id = 100",
+        "UPDATE t SET amount = 'NaN' WHERE id = 200",
+    )
+    src = ("--source", plain_url(fresh_db))
+    ok(cli(tmp_path, "signal", "init", *src))
+    ok(cli(tmp_path, "signal", "execute-snapshot", *src, "--collections", "public.t"))
+    failed = cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake")
+    # each value named with a condition to leave its rows out, which works as printed: the timestamp's
+    # first (id 100 is read before id 200), then, with it, the numeric's
+    at = _condition(failed, "at")
+    ok(cli(tmp_path, "signal", "execute-snapshot", *src, "--collections", "public.t", "--condition", at))
+    amount = _condition(cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake2"), "amount")
+    both = f"({at}) AND ({amount})"
+    ok(cli(tmp_path, "signal", "execute-snapshot", *src, "--collections", "public.t", "--condition", both))
+    ok(cli(tmp_path, "snapshot", "run", "--once", *src, "--landing", "lake3"))
+    ids = set(_read(tmp_path / "lake3", "public.t").column("id").to_pylist())
+    assert ids == set(range(1, 301)) - {100, 200}, "every other row, the NULL timestamp's too"
+
+
+def _condition(res: subprocess.CompletedProcess[str], column: str) -> str:
+    """The condition a failed snapshot's message gives for ``column``."""
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    said = re.search(rf'column {column}: [^\n]*--condition "([^"]+)"', res.stderr)
+    assert said, (column, res.stderr[-2000:])
+    return said.group(1)

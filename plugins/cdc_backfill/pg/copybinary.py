@@ -175,6 +175,14 @@ def last_key(data: bytes, rows: BinaryRows) -> list[str | None] | None:
 
 
 def _named(message: str, names: Sequence[str]) -> str:
-    """The C reader's "column 3: ..." with the column's name."""
+    """The C reader's "column 3: ..." with the column's name, and what to do about a value the lake type
+    cannot hold: a condition the signal's check takes, which keeps the column's NULLs."""
     m = re.match(r"^column (\d+): (.*)$", message)
-    return f"column {names[int(m.group(1))]}: {m.group(2)}" if m else message
+    if not m:
+        return message
+    name, what = names[int(m.group(1))], m.group(2)
+    if "infinite" in what or "NaN" in what:
+        top = "infinity" if "infinite" in what else "Infinity"
+        finite = f"{name} IS NULL OR ({name} > '-{top}' AND {name} < '{top}')"
+        return f'column {name}: {what} (leave such rows out with the signal\'s --condition "{finite}")'
+    return f"column {name}: {what}"
