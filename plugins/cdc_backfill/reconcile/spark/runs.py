@@ -23,14 +23,7 @@ from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
-from cdc_backfill.reconcile.runs import (
-    RunInput,
-    RunMeta,
-    chunk_footers,
-    next_meta,
-    reads_once,
-    stream_spans,
-)
+from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_footers, next_meta, reads_once, stream_spans
 from cdc_backfill.reconcile.spark.merge import (
     ROW_OPS,
     after_position,
@@ -211,8 +204,7 @@ def reconcile_run(
 
 
 def at_once(*calls: Callable[[], Any]) -> list[Any]:
-    """What each call returns, the calls made side by side (each Spark job they run is scheduled at
-    once); the first error raised, once all have ended."""
+    """What each call returns, the calls made side by side (their Spark jobs scheduled at once)."""
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         futures = [pool.submit(c) for c in calls]
     return [f.result() for f in futures]
