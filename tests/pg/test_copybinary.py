@@ -20,21 +20,17 @@ from cdc_backfill.pg.copybinary import (
     binary_table,
     column_kind,
     last_key,
-    reader_built,
 )
 from cdc_backfill.pg.csvtext import last_fields, text_table
 from cdc_backfill.pgtypes import PgColumn
-from tests.conftest import unavailable
+from tests.support.pg import require_copy_reader
 
 pytestmark = pytest.mark.pg
 
 
 @pytest.fixture(autouse=True)
 def _built() -> None:
-    if not reader_built():
-        unavailable(
-            "the C reader of COPY's binary format", "not built: make venv builds it where a C compiler is"
-        )
+    require_copy_reader()
 
 
 TABLE = """CREATE TABLE edges (

@@ -12,12 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.layout import snapshot_dir
-from cdc_backfill.pg.copybinary import reader_built
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.range_reader import RangeReader
-from tests.conftest import unavailable
 from tests.support.cli import cli, ok
-from tests.support.pg import plain_url, send, sql
+from tests.support.pg import plain_url, require_copy_reader, send, sql
 
 pytestmark = pytest.mark.pg
 
@@ -41,10 +39,7 @@ def _read(landing: Path, collection: str) -> pa.Table:
 def test_binary_and_csv_reads_land_the_same_read_rows(
     fresh_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not reader_built():
-        unavailable(
-            "the C reader of COPY's binary format", "not built: make venv builds it where a C compiler is"
-        )
+    require_copy_reader()
     sql(
         fresh_db,
         f"CREATE TABLE plain ({COLUMNS})",  # every column has a binary form the engine reads
@@ -74,10 +69,7 @@ def test_binary_and_csv_reads_land_the_same_read_rows(
 def test_a_value_the_lake_cannot_hold_fails_the_collection_with_a_condition_that_works_as_printed(
     fresh_db: str, tmp_path: Path
 ) -> None:
-    if not reader_built():
-        unavailable(
-            "the C reader of COPY's binary format", "not built: make venv builds it where a C compiler is"
-        )
+    require_copy_reader()
     sql(
         fresh_db,
         "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz, amount numeric(9,2))",

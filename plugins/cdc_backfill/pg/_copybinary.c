@@ -5,7 +5,7 @@
  * as CSV when this module is not built, and the tests check that both give the same Arrow table.
  *
  * columns(data, kinds, scales) -> (rows, [(validity, values, offsets or None), ...])
- *   kinds: bytes, one code per column (KIND_* below); scales: bytes, a numeric column's scale
+ *   kinds: bytes, one code per column (K_* below); scales: bytes, a numeric column's scale
  *   validity: an Arrow validity bitmap; values: fixed-width values, or a variable-width column's bytes;
  *   offsets: int32 offsets (rows + 1) of a variable-width column
  * last_row(data) -> the last row's fields (bytes, None for NULL), or None when the data holds no row
@@ -33,14 +33,13 @@ static const unsigned char SIGNATURE[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 
    an error is written here and raised once the GIL is held again. */
 typedef struct {
     char message[160];
-    int memory;
 } Error;
 
 #define FAIL(...) (snprintf(err->message, sizeof err->message, __VA_ARGS__), -1)
 
 typedef struct {
     unsigned char *data;
-    Py_ssize_t len, cap;
+    Py_ssize_t len;  /* written so far */
 } Buf;
 
 static uint16_t be16(const unsigned char *p) { return (uint16_t)((p[0] << 8) | p[1]); }
@@ -67,13 +66,19 @@ static Py_ssize_t skip_header(const unsigned char *d, Py_ssize_t n, Error *err) 
     return 19 + (Py_ssize_t)ext;
 }
 
-/* The end of the row at ``p`` (its field count checked against ``fields``), or -1 at the trailer or
-   on an error (``err`` written). */
-static Py_ssize_t skip_row(const unsigned char *d, Py_ssize_t n, Py_ssize_t p, int *fields, Error *err) {
+static int variable_width(int kind) { return kind == K_BYTES || kind == K_JSONB || kind == K_UUID; }
+
+/* The end of the row at ``p`` and its field count (``fields``), or -1 at the trailer or on an error
+   (``err`` written). With ``sizes``, the row must have ``ncols`` fields of kinds ``k``, and each
+   variable-width column's bytes once decoded are added to its size. */
+static Py_ssize_t skip_row(const unsigned char *d, Py_ssize_t n, Py_ssize_t p, int *fields,
+                           const unsigned char *k, Py_ssize_t ncols, Py_ssize_t *sizes, Error *err) {
     if (p + 2 > n) return FAIL("COPY binary data truncated");
     *fields = (int16_t)be16(d + p);
     p += 2;
     if (*fields == -1) return -1;
+    if (sizes && *fields != ncols)
+        return FAIL("a COPY row of %d fields where %d were expected", *fields, (int)ncols);
     for (int f = 0; f < *fields; f++) {
         if (p + 4 > n) return FAIL("COPY binary data truncated");
         int32_t len = (int32_t)be32(d + p);
@@ -82,6 +87,8 @@ static Py_ssize_t skip_row(const unsigned char *d, Py_ssize_t n, Py_ssize_t p, i
             if (len > n - p) return FAIL("COPY binary data truncated");
             p += len;
         }
+        if (sizes && len >= 0 && variable_width(k[f]))
+            sizes[f] += k[f] == K_UUID ? 36 : k[f] == K_JSONB ? (len > 0 ? len - 1 : 0) : len;
     }
     return p;
 }
@@ -189,32 +196,14 @@ size:
     return FAIL("column %d: a binary value of %d bytes where its type has another size", col, (int)len);
 }
 
-static int variable_width(int kind) { return kind == K_BYTES || kind == K_JSONB || kind == K_UUID; }
-
 /* Pass 1: the rows of ``d`` (after its header at ``pos``) and each variable-width column's bytes once
    decoded (``sizes``), so that pass 2 writes into buffers allocated once at their size. */
 static int measure(const unsigned char *d, Py_ssize_t n, Py_ssize_t pos, const unsigned char *k, Py_ssize_t ncols,
                    Py_ssize_t *nrows, Py_ssize_t *sizes, Error *err) {
-    Py_ssize_t rows = 0, p = pos;
-    for (;;) {
-        if (p + 2 > n) return FAIL("COPY binary data truncated");
-        int fields = (int16_t)be16(d + p);
-        p += 2;
-        if (fields == -1) break;
-        if (fields != ncols) return FAIL("a COPY row of %d fields where %d were expected", fields, (int)ncols);
-        for (int f = 0; f < fields; f++) {
-            if (p + 4 > n) return FAIL("COPY binary data truncated");
-            int32_t len = (int32_t)be32(d + p);
-            p += 4;
-            if (len > 0) {
-                if (len > n - p) return FAIL("COPY binary data truncated");
-                p += len;
-            }
-            if (len >= 0 && variable_width(k[f]))
-                sizes[f] += k[f] == K_UUID ? 36 : k[f] == K_JSONB ? (len > 0 ? len - 1 : 0) : len;
-        }
-        rows++;
-    }
+    Py_ssize_t rows = 0;
+    int fields;
+    for (Py_ssize_t p = pos; (p = skip_row(d, n, p, &fields, k, ncols, sizes, err)) >= 0;) rows++;
+    if (err->message[0]) return -1;
     for (Py_ssize_t c = 0; c < ncols; c++)
         if (sizes[c] > INT32_MAX) return FAIL("a chunk's column %d holds more than 2 GiB", (int)c);
     *nrows = rows;
@@ -263,7 +252,7 @@ static PyObject *columns(PyObject *self, PyObject *args) {
     Py_ssize_t ncols = kinds.len, rows = 0, pos = 0;
     Buf *values = NULL, *valid = NULL, *offsets = NULL;
     Py_ssize_t *sizes = NULL;
-    Error err = {{0}, 0};
+    Error err = {{0}};
     int rc;
     if (scales.len != ncols || ncols == 0 || ncols > 1600) {
         PyErr_SetString(PyExc_ValueError, "one kind and one scale a column");
@@ -305,8 +294,7 @@ static PyObject *columns(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(nO)", rows, cols);
     goto done;
 failed:
-    if (err.memory) PyErr_NoMemory();
-    else PyErr_SetString(PyExc_ValueError, err.message);
+    PyErr_SetString(PyExc_ValueError, err.message);
 done:
     Py_XDECREF(cols);
     free(values);
@@ -326,12 +314,12 @@ static PyObject *last_row(PyObject *self, PyObject *arg) {
     const unsigned char *d = data.buf;
     Py_ssize_t n = data.len, last = -1;
     PyObject *result = NULL;
-    Error err = {{0}, 0};
+    Error err = {{0}};
     int fields = 0;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t p = skip_header(d, n, &err);
     while (p >= 0) {  /* the last row's start: each row's fields are skipped by their lengths */
-        Py_ssize_t next = skip_row(d, n, p, &fields, &err);
+        Py_ssize_t next = skip_row(d, n, p, &fields, NULL, 0, NULL, &err);
         if (next < 0) break;
         last = p;
         p = next;

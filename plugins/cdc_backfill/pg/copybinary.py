@@ -110,7 +110,11 @@ class BinaryRows:
     scales: bytes
     key_index: tuple[int, ...]  # the key columns' places in a row
     key_text: tuple[Callable[[bytes], str], ...] | None  # None: the query appends the key's text
-    appended: int  # text columns the query appends after the table's (the key's text, or none)
+
+    @property
+    def appended(self) -> int:
+        """Text columns the query appends after the table's: the key's text, or none."""
+        return 0 if self.key_text is not None else len(self.key_index)
 
 
 def binary_rows(columns: Sequence[PgColumn], key: Sequence[str]) -> BinaryRows | None:
@@ -133,7 +137,6 @@ def binary_rows(columns: Sequence[PgColumn], key: Sequence[str]) -> BinaryRows |
         bytes(scales + [0] * appended),
         index,
         None if appended else tuple(texts),  # type: ignore[arg-type]
-        appended,
     )
 
 

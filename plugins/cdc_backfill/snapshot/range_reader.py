@@ -164,9 +164,8 @@ class RangeReader:
         # the key's text appended to each row only where its binary values do not give it plainly
         key_text = self.binary is None or self.binary.appended > 0
         sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size, key_text)
-        data_rows, n = copy_rows(
-            conn, sql, params, binary=self.binary is not None
-        )  # ends the read's transaction
+        # ends the read's transaction
+        data_rows, n = copy_rows(conn, sql, params, binary=self.binary is not None)
         crash_point("during-read", chunk_no)
 
         write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
@@ -186,7 +185,7 @@ class RangeReader:
         rows: int,
         done: bool,
     ) -> None:
-        """Steps 4 and 5: the chunk's rows (``data``, CSV) as READ events in a chunk file, then its
+        """Steps 4 and 5: the chunk's rows (``data``, CSV or binary) as READ events in a chunk file, then its
         progress (``chunk_no`` chunks of the range done, ``rows`` rows read); a range a stop ended
         meanwhile keeps its status."""
         table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id, self.binary)

@@ -206,7 +206,8 @@ def reads_beside_stream(
     READ rows' keys and windows broadcast, so the stream is read once, with no shuffle of its own).
     ``spans`` (``reconcile.runs.stream_spans``): the closed chunks' key ranges and windows, where they tell
     which chunk a key's READ row is in; then the stream is marked by comparing its key and position with
-    them, with no join (which cost a third of the merge's first stage at 1M events)."""
+    them, with no join: no broadcast of the READ rows' keys for the driver to build before the merge
+    starts (0.3 s of a 1M-event run)."""
     placed = in_windows(reads, wins)
     no_mark = F.lit(None).cast("boolean").alias(INSIDE)
     reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)

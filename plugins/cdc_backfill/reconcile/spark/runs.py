@@ -204,7 +204,7 @@ def reconcile_run(
 
 
 def at_once(*calls: Callable[[], Any]) -> list[Any]:
-    """What each call returns, the calls made side by side (their Spark jobs scheduled at once)."""
+    """Each call's result, the calls side by side (their Spark jobs at once); the first error, all ended."""
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         futures = [pool.submit(c) for c in calls]
     return [f.result() for f in futures]
