@@ -28,11 +28,14 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from cdc_backfill.eventlog.buffers import repeated_string, string_array
 from cdc_backfill.eventlog.schema import OPS
 from cdc_backfill.events.model import Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.connect import wrapped_columns
+from cdc_backfill.ingest.plain import FORMAT as PLAIN_FORMAT
+from cdc_backfill.ingest.plain import PlainFile, parse_file, sparse_strings
 
 # What the Python workers return: events and quarantined records in the same rows (with a reason).
 PARSED_SCHEMA = StructType(
@@ -172,12 +175,43 @@ class _Columns:
         return batch
 
 
-def _parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+def _plain_batches(file: PlainFile, path: str) -> Iterator[pa.RecordBatch]:
+    """A file the C reader read (``ingest.plain``), as the parser's rows in batches."""
+    n = file.count
+    empty = pa.Array.from_buffers(
+        pa.list_(pa.string()), n, [None, pa.py_buffer(bytes(4 * (n + 1)))], children=[string_array([])]
+    )
+    nulls = pa.nulls(n, pa.string())
+    built = {
+        **file.columns,
+        "unchanged": empty,
+        "format": repeated_string(PLAIN_FORMAT, n),
+        "file": repeated_string(path, n),
+        "quarantine_reason": nulls,
+        "record": nulls,
+        "described": nulls,  # the plain record has no schema wrapper
+        "shape": sparse_strings(n, file.shapes),
+    }
+    batch = pa.RecordBatch.from_arrays([built[name] for name in ARROW_SCHEMA.names], schema=ARROW_SCHEMA)
+    for start in range(0, n, _BATCH_ROWS):
+        yield batch.slice(start, _BATCH_ROWS)
+
+
+def parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+    """``(path, content)`` batches of whole files to the parsed rows (``PARSED_SCHEMA``): in C where a file
+    holds only the common PostgreSQL record (``ingest.plain``), else by the Python parser."""
     out = _Columns()
+    in_c = options.format != "dataworks"  # a DataWorks file holds no Debezium record
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
         for i, path in enumerate(paths):
+            plain = parse_file(contents[i].as_buffer(), out.shapes) if in_c else None
+            if plain is not None:
+                if len(out):
+                    yield out.flush()
+                yield from _plain_batches(plain, path)
+                continue
             data: bytes = contents[i].as_py()
             lines = file_records(data)  # lines, or the events of one JSON document, as `events parse` reads
             seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
@@ -199,7 +233,7 @@ def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTION
     Events and quarantined records come out together; split them with :func:`events_only` and
     :func:`quarantined_only`.
     """
-    return files.select("path", "content").mapInArrow(lambda it: _parse_batches(it, options), PARSED_SCHEMA)
+    return files.select("path", "content").mapInArrow(lambda it: parse_batches(it, options), PARSED_SCHEMA)
 
 
 def events_only(parsed: DataFrame, columns: Sequence[str] = EVENT_COLUMNS) -> DataFrame:

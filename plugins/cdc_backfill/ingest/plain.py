@@ -1,0 +1,108 @@
+"""A landing file of the common PostgreSQL record read in C (``_plainjson``), as Arrow columns: the
+events ``events.parse.parse_lines`` gives for the same file, without a Python object per event.
+
+Which record: the one ``events.debezium.plain_postgres`` reads by its short path (this project's
+capture, a sink's key and value pairs of the PostgreSQL connector), and tombstones between them. A file
+holding any other line (a schema line, a placeholder, JSON the reader is not sure of) is read whole by
+the Python parser: the stream's state (a key change's delete and create) runs through the file, so the
+two never share one. Without a C compiler where the package was installed, every file is read in
+Python. The columns' texts ``key``, ``before`` and ``after`` are the line's own JSON (a string's escapes
+and a number's digits as written, where the Python parser writes them again): the same values for the
+typed reader that reads them next.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+try:
+    from cdc_backfill.ingest import _plainjson
+except ImportError:  # built without a compiler: every file takes the Python parser
+    _plainjson = None
+
+FORMAT = "debezium-postgresql"
+STRING = pa.string()
+
+
+def available() -> bool:
+    """Whether the C reader was built."""
+    return _plainjson is not None
+
+
+@dataclass(frozen=True)
+class PlainFile:
+    """The events of one file: each column by its name in the parser's rows, and the shapes first
+    seen among them (``shape`` of the parser's rows, by event index)."""
+
+    count: int
+    columns: dict[str, pa.Array]
+    shapes: dict[int, str]
+
+
+def _strings(n: int, parts: tuple[bytes, ...], kind: pa.DataType = STRING) -> pa.Array:
+    """A variable-width column from the reader's (data, offsets) or (validity, data, offsets)."""
+    if len(parts) == 2:
+        validity, (data, offsets) = None, parts
+    else:
+        validity, data, offsets = parts
+    buffers = [
+        None if validity is None else pa.py_buffer(validity),
+        pa.py_buffer(offsets),
+        pa.py_buffer(data),
+    ]
+    return pa.Array.from_buffers(kind, n, buffers)
+
+
+def sparse_strings(n: int, values: dict[int, str]) -> pa.Array:
+    """n strings, null but at ``values``' indexes (few)."""
+    if not values:
+        return pa.nulls(n, pa.string())
+    valid = bytearray((n + 7) // 8)
+    offsets = array("i", [0]) * (n + 1)
+    data = bytearray()
+    for i in range(n):
+        value = values.get(i)
+        if value is not None:
+            valid[i >> 3] |= 1 << (i & 7)
+            data += value.encode()
+        offsets[i + 1] = len(data)
+    return pa.Array.from_buffers(
+        pa.string(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def parse_file(data: Any, seen_shapes: set[tuple[Any, ...]]) -> PlainFile | None:
+    """The events of a file's bytes (any buffer), or None: the file holds a line the C reader leaves to
+    Python, or the reader was not built. ``seen_shapes``: the shapes this worker gave out already
+    (``ingest.spark.parse``), added to."""
+    if _plainjson is None:
+        return None
+    got = _plainjson.parse(data)
+    if got is None:
+        return None
+    n, lines, ops, collection, key, before, after, position, ts, snapshot, found = got
+    shapes = {}
+    for index, coll, key_names, row_names in found:
+        this = (coll, key_names, row_names)
+        if this not in seen_shapes:
+            seen_shapes.add(this)
+            shapes[index] = orjson.dumps({"key": sorted(key_names), "columns": row_names}).decode()
+    columns = {
+        "collection": _strings(n, collection),
+        "op": pa.Array.from_buffers(
+            pa.string(), n, [None, pa.py_buffer(array("i", range(n + 1))), pa.py_buffer(ops)]
+        ),
+        "key": _strings(n, key),
+        "before": _strings(n, before),
+        "after": _strings(n, after),
+        "position": _strings(n, position, pa.binary()),
+        "source_ts_ms": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(ts)]),
+        "snapshot": _strings(n, snapshot),
+        "line": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lines)]),
+    }
+    return PlainFile(n, columns, shapes)
