@@ -52,6 +52,11 @@ from cdc_backfill.layout import (
 
 log = logging.getLogger("cdc_backfill.ingest")
 
+# Parsed columns no log file keeps and nothing here reads: left out of the checkpoint, which holds every
+# event in the driver's memory (a before row is as wide as the after row where a table's replica
+# identity is full)
+NOT_LOGGED = ("before", "format", "snapshot")
+
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,
@@ -174,14 +179,15 @@ def parse_inputs(
     ``collection_totals`` by collection."""
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     keys = sources.known_keys()
-    parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).localCheckpoint()
+    parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).drop(*NOT_LOGGED).localCheckpoint()
     totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
     found = {c: d[1] for c in keyless_collections(totals) if (d := sources.find(c)) is not None}
     if found:
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
-        parsed = parse_landing_files(files, ParseOptions(key_columns={**keys, **found})).localCheckpoint()
+        again = parse_landing_files(files, ParseOptions(key_columns={**keys, **found}))
+        parsed = again.drop(*NOT_LOGGED).localCheckpoint()
         totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     return parsed, totals
 
