@@ -10,7 +10,13 @@ import pytest
 
 from cdc_backfill.events import ParseOptions, parse_file
 from cdc_backfill.events.model import dumps
-from cdc_backfill.ingest.spark.parse import events_only, landing_events, quarantined_only
+from cdc_backfill.ingest.spark.parse import (
+    events_only,
+    landing_events,
+    parse_landing_files,
+    parse_local_files,
+    quarantined_only,
+)
 from cdc_backfill.spark.positions import position_of
 from tests.support.paths import FIXTURES
 
@@ -63,6 +69,29 @@ def test_fixtures_parse_identically_in_spark(spark, tmp_path: Path) -> None:  # 
     assert sorted(got, key=repr) == sorted(((n, strip(d)) for n, d in expected), key=repr)
     assert [(Path(q.file).name, q.line) for q in quarantined] == [("bad.jsonl", 1)]
     assert quarantined[0].quarantine_reason.startswith("not valid JSON")
+
+
+def test_local_files_read_by_the_workers_give_the_rows_binary_file_gives(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    landing = tmp_path / "a landing é"  # a space and a non-ASCII letter in the files' names
+    landing.mkdir()
+    for name in ("debezium_postgres_customers.json", "dataworks_kafka_no_pk.json"):
+        _as_jsonl(FIXTURES / name, landing / (name + "l"))
+    capture = b'{"key":{"id":1},"value":{"before":null,"after":{"id":1},"source":{"connector":"postgresql",' \
+              b'"ts_ms":5,"schema":"public","table":"t","commit_lsn":9,"lsn":8},"op":"c"}}\n'  # fmt: skip
+    (landing / "capture.jsonl").write_bytes(capture * 3)  # read in C
+    (landing / "bad.jsonl").write_text('{"broken": \n')
+    (landing / "empty.jsonl").write_bytes(b"")
+    files = sorted(landing.iterdir())
+    by_workers = parse_local_files(spark, files)
+    by_spark = parse_landing_files(spark.read.format("binaryFile").load([str(f) for f in files]))
+    # the shapes come once per worker, and the two ways give workers different files: compared as a set
+    rows = [sorted(p.drop("shape").collect(), key=repr) for p in (by_workers, by_spark)]
+    shapes = [{r.shape for r in p.where("shape IS NOT NULL").collect()} for p in (by_workers, by_spark)]
+    assert rows[0] == rows[1] and shapes[0] == shapes[1]
+    assert sum(r.file.endswith("/capture.jsonl") for r in rows[0]) == 3
+    assert [(r.file, r.line) for r in rows[0] if r.quarantine_reason] == [
+        ("file:" + str(landing / "bad.jsonl"), 1)
+    ]
 
 
 def test_positions_are_exact_keys_that_sort_numerically(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -38,7 +38,7 @@ from cdc_backfill.ingest.inputs import (
     pending,
     remove_unnamed,
 )
-from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files
+from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
 from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet, rmtree
 from cdc_backfill.layout import (
     LOG_DIR,
@@ -177,19 +177,27 @@ def parse_inputs(
 ) -> tuple[DataFrame, dict[Any, Any]]:
     """The input files parsed once (every collection's write and the quarantine read it), and their
     ``collection_totals`` by collection."""
-    files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     keys = sources.known_keys()
-    parsed = parse_landing_files(files, ParseOptions(key_columns=keys)).drop(*NOT_LOGGED).localCheckpoint()
+    parsed = parse_files(spark, inputs, ParseOptions(key_columns=keys)).drop(*NOT_LOGGED).localCheckpoint()
     totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
     found = {c: d[1] for c in keyless_collections(totals) if (d := sources.find(c)) is not None}
     if found:
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
-        again = parse_landing_files(files, ParseOptions(key_columns={**keys, **found}))
+        again = parse_files(spark, inputs, ParseOptions(key_columns={**keys, **found}))
         parsed = again.drop(*NOT_LOGGED).localCheckpoint()
         totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
     return parsed, totals
+
+
+def parse_files(spark: SparkSession, inputs: Sequence[InputFile], options: ParseOptions) -> DataFrame:
+    """The input files parsed: local ones read by the Python workers themselves, files on S3 through
+    Spark's ``binaryFile`` source (and its S3 connector's settings)."""
+    if all(not isinstance(i.path, S3Path) for i in inputs):
+        return parse_local_files(spark, [i.path for i in inputs], options)
+    files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
+    return parse_landing_files(files, options)
 
 
 def described_collections(sources: ColumnSources, totals: dict[Any, Any]) -> dict[str, Any]:

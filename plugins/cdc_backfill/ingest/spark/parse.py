@@ -12,7 +12,8 @@ binary value Spark compares byte by byte in position order, exact for positions 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -100,6 +101,7 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 _BATCH_ROWS = 20_000
+_MAX_TASKS = 4096
 
 
 class _Columns:
@@ -197,34 +199,49 @@ def _plain_batches(file: PlainFile, path: str) -> Iterator[pa.RecordBatch]:
         yield batch.slice(start, _BATCH_ROWS)
 
 
-def parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
-    """``(path, content)`` batches of whole files to the parsed rows (``PARSED_SCHEMA``): in C where a file
-    holds only the common PostgreSQL record (``ingest.plain``), else by the Python parser."""
+def parse_contents(files: Iterable[tuple[str, Any]], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+    """Whole files, ``(path, bytes or a buffer)``, to the parsed rows (``PARSED_SCHEMA``): in C where a
+    file holds only the common PostgreSQL record (``ingest.plain``), else by the Python parser."""
     out = _Columns()
     in_c = options.format != "dataworks"  # a DataWorks file holds no Debezium record
-    for batch in batches:
-        paths = batch.column("path").to_pylist()
-        contents = batch.column("content")
-        for i, path in enumerate(paths):
-            plain = parse_file(contents[i].as_buffer(), out.shapes) if in_c else None
-            if plain is not None:
-                if len(out):
-                    yield out.flush()
-                yield from _plain_batches(plain, path)
-                continue
-            data: bytes = contents[i].as_py()
-            lines = file_records(data)  # lines, or the events of one JSON document, as `events parse` reads
-            seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
-            schemas: dict[str, Any] = {}  # what the file's schema line defined
-            for lineno, item in parse_lines(lines, path, options, schemas):
-                if isinstance(item, Quarantined):
-                    out.add_quarantined(item, path, lineno)
-                else:
-                    out.add_events(item, path, lineno, lines, seen, schemas)
-                if len(out) >= _BATCH_ROWS:
-                    yield out.flush()
+    for path, content in files:
+        plain = parse_file(content, out.shapes) if in_c else None
+        if plain is not None:
+            if len(out):
+                yield out.flush()
+            yield from _plain_batches(plain, path)
+            continue
+        data = content if isinstance(content, bytes) else memoryview(content).tobytes()
+        lines = file_records(data)  # lines, or the events of one JSON document, as `events parse` reads
+        seen: set[str | None] = set()  # collections of this file whose wrapper was looked at
+        schemas: dict[str, Any] = {}  # what the file's schema line defined
+        for lineno, item in parse_lines(lines, path, options, schemas):
+            if isinstance(item, Quarantined):
+                out.add_quarantined(item, path, lineno)
+            else:
+                out.add_events(item, path, lineno, lines, seen, schemas)
+            if len(out) >= _BATCH_ROWS:
+                yield out.flush()
     if len(out):
         yield out.flush()
+
+
+def parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+    """``(path, content)`` batches, as the ``binaryFile`` source gives them, to the parsed rows."""
+    for batch in batches:
+        contents = batch.column("content")
+        files = ((path, contents[i].as_buffer()) for i, path in enumerate(batch.column("path").to_pylist()))
+        yield from parse_contents(files, options)
+
+
+def _read_paths(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[str, bytes]]:
+    """``(path, origin)`` batches: each local file read by the worker, named by its origin."""
+    for batch in batches:
+        for path, origin in zip(
+            batch.column("path").to_pylist(), batch.column("origin").to_pylist(), strict=True
+        ):
+            with open(path, "rb") as fh:
+                yield origin, fh.read()
 
 
 def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:
@@ -234,6 +251,25 @@ def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTION
     :func:`quarantined_only`.
     """
     return files.select("path", "content").mapInArrow(lambda it: parse_batches(it, options), PARSED_SCHEMA)
+
+
+def file_origin(path: Path) -> str:
+    """A local file as the ``binaryFile`` source names it (``file:`` and its absolute path): the rows'
+    ``file``, whichever way the file was read."""
+    return "file:" + str(path.absolute())
+
+
+def parse_local_files(
+    spark: SparkSession, paths: Sequence[Path], options: ParseOptions = DEFAULT_OPTIONS
+) -> DataFrame:
+    """Local files to parsed rows, each read by the Python worker that parses it: their bytes never pass
+    through the JVM, where ``binaryFile`` holds each file as one array on the heap (a 50 MB landing file
+    is a humongous object of the G1 collector) and then sends it to the worker. One task a file (up to
+    4,096 tasks)."""
+    named = [(str(p), file_origin(p)) for p in paths]
+    tasks = max(1, min(len(named), _MAX_TASKS))
+    frame = spark.createDataFrame(named, "path string, origin string").repartition(tasks)
+    return frame.mapInArrow(lambda it: parse_contents(_read_paths(it), options), PARSED_SCHEMA)
 
 
 def events_only(parsed: DataFrame, columns: Sequence[str] = EVENT_COLUMNS) -> DataFrame:
