@@ -442,9 +442,14 @@ def main() -> None:
         # to nobody.
         json_floor(spark, str(sorted(stream.glob("*.jsonl"))[0]), work / "warm-json")
         log_floor(spark, str(sorted(log_files.parent.glob("*.parquet"))[0]), work / "warm-log")
-        # and the job's own first queries (code generation of the reconcile's plans), on a small landing
+        # and the job's own first queries (code generation of the reconcile's and the ingest's plans, the
+        # ingest's Python workers), on a small landing
         warm = make_landing(work / "warm", 20_000, chunk_size=args.chunk_size)
         reconcile_landing(spark, warm.log, work / "warm-state")
+        warm_ingest = work / "warm-ingested"
+        shutil.copytree(warm.json / SNAPSHOT_DIR, warm_ingest / SNAPSHOT_DIR)
+        ingest_landing(spark, warm_ingest, [warm.json / STREAM_DIR], ColumnSources(warm_ingest, SIGNAL))
+        shutil.rmtree(warm_ingest, ignore_errors=True)
         shutil.rmtree(work / "warm", ignore_errors=True)
 
         def check(state: Path) -> None:
