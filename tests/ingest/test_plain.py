@@ -4,7 +4,6 @@ to the Python parser."""
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -16,6 +15,7 @@ from cdc_backfill.events.model import UNAVAILABLE
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions
 from cdc_backfill.ingest import plain
 from cdc_backfill.ingest.spark.parse import ARROW_SCHEMA, parse_batches
+from tests.support.records import capture_record, changed, sink_record
 
 
 @pytest.fixture(autouse=True)
@@ -26,67 +26,30 @@ def _reader_built() -> None:
         unavailable("ingest's C reader", "not built: make venv builds it where a C compiler is")
 
 
-def _capture(op: str, key: int, lsn: int, commit: int, txid: int | None = 7, **source: Any) -> dict[str, Any]:
-    row = {"id": key, "name": f"n{key}", "balance": "1.10", "active": True, "score": 0.5}
-    src = {"version": "x", "connector": "postgresql", "name": "n", "ts_ms": 1700 + key, "snapshot": "false",
-           "db": "app", "schema": "public", "table": "t", "txId": txid, "commit_lsn": commit, "lsn": lsn,
-           **source}  # fmt: skip
-    if txid is None:
-        del src["txId"]
-    return {
-        "key": {"id": key},
-        "value": {
-            "before": {"id": key} if op in "ud" else None,
-            "after": None if op == "d" else row,
-            "source": src,
-            "op": op,
-            "ts_ms": 1701,
-        },
-    }
-
-
-def _sink(op: str, key: int, offset: int, lsn: int | None, **outer: Any) -> dict[str, Any]:
-    record = _capture(op, key, lsn or 0, 0)
-    source = record["value"]["source"]
-    del source["commit_lsn"]
-    source["lsn"] = lsn
-    return {"topic": "cdc.public.t", "partition": 0, "offset": offset, **record, **outer}
-
-
-def _set(record: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    out = copy.deepcopy(record)
-    at = out
-    for part in path[:-1]:
-        at = at[part]
-    if value is KeyError:
-        del at[path[-1]]
-    else:
-        at[path[-1]] = value
-    return out
-
-
 def _records() -> list[Any]:
     """Records of every kind the C reader takes (bytes: a line as it is)."""
-    base = _capture("u", 1, 100, 120)
+    base = capture_record("u", 1, 100, 120)
     return [
-        _capture("c", 1, 10, 20),
+        capture_record("c", 1, 10, 20),
         base,
         # a key change (delete and create at one WAL record), an update between another pair's halves
-        _capture("d", 1, 200, 220),
-        _capture("c", 2, 200, 220),
-        _capture("d", 3, 300, 320),
-        _capture("u", 9, 305, 320),
-        _capture("c", 4, 300, 320),
-        _capture("d", 5, 330, 340, txid=None),
-        _capture("c", 6, 330, 340, txid=None),
-        _capture("d", 5, 350, 360, txid=8),
-        _capture("c", 6, 350, 360, txid=9),  # another transaction: no key change
-        _capture("r", 5, 400, 420, snapshot="INCREMENTAL"),
-        _capture("r", 7, 400, 420, snapshot=True),
-        _capture("r", 8, 400, 420, snapshot=None),
-        _set(_capture("u", 10, 500, 520), ("value", "source", "schema"), "a.b"),  # quoted collection name
-        _set(_capture("u", 11, 500, 520), ("value", "source", "table"), "other"),
-        _set(
+        capture_record("d", 1, 200, 220),
+        capture_record("c", 2, 200, 220),
+        capture_record("d", 3, 300, 320),
+        capture_record("u", 9, 305, 320),
+        capture_record("c", 4, 300, 320),
+        capture_record("d", 5, 330, 340, txid=None),
+        capture_record("c", 6, 330, 340, txid=None),
+        capture_record("d", 5, 350, 360, txid=8),
+        capture_record("c", 6, 350, 360, txid=9),  # another transaction: no key change
+        capture_record("r", 5, 400, 420, snapshot="INCREMENTAL"),
+        capture_record("r", 7, 400, 420, snapshot=True),
+        capture_record("r", 8, 400, 420, snapshot=None),
+        changed(
+            capture_record("u", 10, 500, 520), ("value", "source", "schema"), "a.b"
+        ),  # quoted collection name
+        changed(capture_record("u", 11, 500, 520), ("value", "source", "table"), "other"),
+        changed(
             base,
             ("value", "after"),
             {
@@ -98,17 +61,17 @@ def _records() -> list[Any]:
             },
         ),
         orjson.dumps(base).replace(b'"score":0.5', b'"score":1180591620717411303424'),  # beyond 64 bits
-        _set(base, ("value", "after"), {"id": 1, "name": UNAVAILABLE + "x"}),  # not the placeholder
-        _set(base, ("value", "source", "extra"), {"sequence": '["1","2"]'}),
+        changed(base, ("value", "after"), {"id": 1, "name": UNAVAILABLE + "x"}),  # not the placeholder
+        changed(base, ("value", "source", "extra"), {"sequence": '["1","2"]'}),
         # a sink's records: offsets, no commit LSN; a key change with a tombstone between its halves
-        _sink("c", 6, 1, 500),
-        _sink("d", 6, 2, 600),
+        sink_record("c", 6, 1, 500),
+        sink_record("d", 6, 2, 600),
         {"topic": "cdc.public.t", "partition": 0, "offset": 3, "key": {"id": 6}, "value": None},
-        _sink("c", 7, 4, 600),
-        _sink("r", 8, 5, None),
-        _sink("d", 8, 6, None),
-        _sink("c", 9, 7, None),
-        _set(_sink("u", 9, 8, 700), ("partition",), KeyError),
+        sink_record("c", 7, 4, 600),
+        sink_record("r", 8, 5, None),
+        sink_record("d", 8, 6, None),
+        sink_record("c", 9, 7, None),
+        changed(sink_record("u", 9, 8, 700), ("partition",), KeyError),
         {"value": None},
     ]
 
@@ -174,36 +137,38 @@ def test_shapes_are_given_once_per_worker() -> None:
     assert shape == {"key": ["id"], "columns": ["id", "name", "balance", "active", "score"]}
 
 
-BASE = _capture("u", 1, 100, 120)
+BASE = capture_record("u", 1, 100, 120)
 LEFT_TO_PYTHON = {
     "schema line": {"schemas": {"v1": {"type": "struct", "fields": []}}},
-    "follows line": {"follows": _capture("d", 1, 1, 2)},
-    "placeholder": _set(BASE, ("value", "after", "name"), UNAVAILABLE),
-    "base64 placeholder": _set(BASE, ("value", "after", "name"), "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="),
-    "list placeholder": _set(BASE, ("value", "after", "name"), [UNAVAILABLE]),
-    "wrapped key": _set(BASE, ("key",), {"schema": {"type": "struct"}, "payload": {"id": 1}}),
-    "null key": _set(BASE, ("key",), None),
-    "key of a list": _set(BASE, ("key",), [1]),
-    "op outside": _set(BASE, ("op",), "c"),
-    "payload": _set(BASE, ("payload",), None),
-    "value_schema": _set(BASE, ("value_schema",), "v1"),
-    "text commit_lsn": _set(BASE, ("value", "source", "commit_lsn"), "0/78"),
-    "null lsn": _set(BASE, ("value", "source", "lsn"), None),
-    "negative lsn": _set(BASE, ("value", "source", "lsn"), -1),
-    "other connector": _set(BASE, ("value", "source", "connector"), "PostgreSQL"),
-    "empty table": _set(BASE, ("value", "source", "table"), ""),
-    "text ts_ms": _set(BASE, ("value", "source", "ts_ms"), "1700"),
-    "text txId": _set(BASE, ("value", "source", "txId"), "7"),
-    "number snapshot": _set(BASE, ("value", "source", "snapshot"), 1),
-    "no after": _set(BASE, ("value", "after"), None),
-    "after of a list": _set(BASE, ("value", "after"), [1]),
-    "truncate": _set(BASE, ("value", "op"), "t"),
-    "source text": _set(BASE, ("value", "source"), "x"),
+    "follows line": {"follows": capture_record("d", 1, 1, 2)},
+    "placeholder": changed(BASE, ("value", "after", "name"), UNAVAILABLE),
+    "base64 placeholder": changed(
+        BASE, ("value", "after", "name"), "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+    ),
+    "list placeholder": changed(BASE, ("value", "after", "name"), [UNAVAILABLE]),
+    "wrapped key": changed(BASE, ("key",), {"schema": {"type": "struct"}, "payload": {"id": 1}}),
+    "null key": changed(BASE, ("key",), None),
+    "key of a list": changed(BASE, ("key",), [1]),
+    "op outside": changed(BASE, ("op",), "c"),
+    "payload": changed(BASE, ("payload",), None),
+    "value_schema": changed(BASE, ("value_schema",), "v1"),
+    "text commit_lsn": changed(BASE, ("value", "source", "commit_lsn"), "0/78"),
+    "null lsn": changed(BASE, ("value", "source", "lsn"), None),
+    "negative lsn": changed(BASE, ("value", "source", "lsn"), -1),
+    "other connector": changed(BASE, ("value", "source", "connector"), "PostgreSQL"),
+    "empty table": changed(BASE, ("value", "source", "table"), ""),
+    "text ts_ms": changed(BASE, ("value", "source", "ts_ms"), "1700"),
+    "text txId": changed(BASE, ("value", "source", "txId"), "7"),
+    "number snapshot": changed(BASE, ("value", "source", "snapshot"), 1),
+    "no after": changed(BASE, ("value", "after"), None),
+    "after of a list": changed(BASE, ("value", "after"), [1]),
+    "truncate": changed(BASE, ("value", "op"), "t"),
+    "source text": changed(BASE, ("value", "source"), "x"),
     "value alone": BASE["value"],
-    "value of a list": _set(BASE, ("value",), [1]),
-    "sink without offset": _set(_sink("u", 9, 6, 700), ("offset",), KeyError),
-    "text offset": _set(_sink("u", 9, 6, 700), ("offset",), "8"),
-    "null partition": _set(_sink("u", 9, 6, 700), ("partition",), None),
+    "value of a list": changed(BASE, ("value",), [1]),
+    "sink without offset": changed(sink_record("u", 9, 6, 700), ("offset",), KeyError),
+    "text offset": changed(sink_record("u", 9, 6, 700), ("offset",), "8"),
+    "null partition": changed(sink_record("u", 9, 6, 700), ("partition",), None),
     "dataworks": {"schema": {"dataColumn": [], "primaryKey": []}, "payload": {"sequenceId": "1"}},
 }
 RAW_LEFT_TO_PYTHON = {
@@ -217,10 +182,10 @@ RAW_LEFT_TO_PYTHON = {
     "duplicate key name": orjson.dumps(BASE).replace(b'{"id":1}', b'{"id":1,"id":2}', 1),
     "duplicate op": orjson.dumps(BASE).replace(b'"op":"u"', b'"op":"u","op":"c"'),
     "escaped name": orjson.dumps(BASE).replace(b'"commit_lsn"', b'"commit\\u005flsn"'),
-    "escaped placeholder": orjson.dumps(_set(BASE, ("value", "after", "name"), UNAVAILABLE)).replace(
+    "escaped placeholder": orjson.dumps(changed(BASE, ("value", "after", "name"), UNAVAILABLE)).replace(
         b"__debezium", b"\\u005f_debezium"
     ),
-    "deep": orjson.dumps(_set(BASE, ("value", "after", "name"), 0)).replace(
+    "deep": orjson.dumps(changed(BASE, ("value", "after", "name"), 0)).replace(
         b'"name":0', b'"name":' + b"[" * 100 + b"]" * 100
     ),
     "control character": orjson.dumps(BASE).replace(b"n1", b"n\x01"),
