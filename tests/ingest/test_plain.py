@@ -62,6 +62,17 @@ def _records() -> list[Any]:
         ),
         orjson.dumps(base).replace(b'"score":0.5', b'"score":1180591620717411303424'),  # beyond 64 bits
         changed(base, ("value", "after"), {"id": 1, "name": UNAVAILABLE + "x"}),  # not the placeholder
+        # TOASTed columns the change left as they were, in every form of the placeholder
+        changed(base, ("value", "after", "name"), UNAVAILABLE),
+        changed(base, ("value", "after", "balance"), "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="),
+        changed(
+            changed(base, ("value", "after", "name"), [UNAVAILABLE]), ("value", "after", "score"), UNAVAILABLE
+        ),
+        orjson.dumps(changed(base, ("value", "after", "active"), UNAVAILABLE)).replace(
+            b"__deb", b"\\u005f_deb"
+        ),
+        changed(base, ("value", "after"), {"id": UNAVAILABLE}),  # every column (the key's too)
+        changed(base, ("value", "after", "name"), [UNAVAILABLE, 1]),  # not the placeholder
         changed(base, ("value", "source", "extra"), {"sequence": '["1","2"]'}),
         # a sink's records: offsets, no commit LSN; a key change with a tombstone between its halves
         sink_record("c", 6, 1, 500),
@@ -110,6 +121,14 @@ def test_the_c_reader_gives_the_python_parsers_rows(monkeypatch: pytest.MonkeyPa
     got, expected = _rows(data), _rows(data, monkeypatch)
     assert got.num_rows == expected.num_rows == len(_records()) - 2  # less the two tombstones
     assert _comparable(got) == _comparable(expected)
+    assert {tuple(u) for u in got.column("unchanged").to_pylist()} == {
+        (),
+        ("name",),
+        ("balance",),
+        ("name", "score"),
+        ("active",),
+        ("id",),
+    }
     positions = got.column("position").to_pylist()
     # the key change's create: its delete's position, then element 1 where the delete has 0
     assert positions[2].endswith(b"\x00") and positions[3] == positions[2][:-1] + b"\x01\x01"
@@ -141,11 +160,6 @@ BASE = capture_record("u", 1, 100, 120)
 LEFT_TO_PYTHON = {
     "schema line": {"schemas": {"v1": {"type": "struct", "fields": []}}},
     "follows line": {"follows": capture_record("d", 1, 1, 2)},
-    "placeholder": changed(BASE, ("value", "after", "name"), UNAVAILABLE),
-    "base64 placeholder": changed(
-        BASE, ("value", "after", "name"), "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
-    ),
-    "list placeholder": changed(BASE, ("value", "after", "name"), [UNAVAILABLE]),
     "wrapped key": changed(BASE, ("key",), {"schema": {"type": "struct"}, "payload": {"id": 1}}),
     "null key": changed(BASE, ("key",), None),
     "key of a list": changed(BASE, ("key",), [1]),
@@ -181,10 +195,10 @@ RAW_LEFT_TO_PYTHON = {
     "duplicate column": orjson.dumps(BASE).replace(b'"name"', b'"id"'),
     "duplicate key name": orjson.dumps(BASE).replace(b'{"id":1}', b'{"id":1,"id":2}', 1),
     "duplicate op": orjson.dumps(BASE).replace(b'"op":"u"', b'"op":"u","op":"c"'),
+    "duplicate column beside a placeholder": orjson.dumps(
+        changed(BASE, ("value", "after", "name"), UNAVAILABLE)
+    ).replace(b'"balance"', b'"name"'),
     "escaped name": orjson.dumps(BASE).replace(b'"commit_lsn"', b'"commit\\u005flsn"'),
-    "escaped placeholder": orjson.dumps(changed(BASE, ("value", "after", "name"), UNAVAILABLE)).replace(
-        b"__debezium", b"\\u005f_debezium"
-    ),
     "deep": orjson.dumps(changed(BASE, ("value", "after", "name"), 0)).replace(
         b'"name":0', b'"name":' + b"[" * 100 + b"]" * 100
     ),

@@ -6,13 +6,15 @@
  * that both give the same rows.
  *
  * parse(data) -> None, or (events, lines, ops, collection, key, before, after, position, ts, snapshot,
- *                          shapes)
- *   None: a line is not that record, or not one this scanner is sure of (invalid JSON, a placeholder,
- *   a schema line, an escape where a name is read...): the caller parses the whole file in Python,
+ *                          unchanged, shapes)
+ *   None: a line is not that record, or not one this scanner is sure of (invalid JSON, a schema line,
+ *   an escape where a name is read...): the caller parses the whole file in Python,
  *   because the stream's state (a key change's pairing) runs through the file.
  *   lines, ts: int64 values; ops: one byte an event; collection, key, position: (data, offsets);
- *   before, after, snapshot: (validity, data, offsets); shapes: [(event, collection, key names, row
- *   names)] where the event's shape differs from the event before it.
+ *   before, after, snapshot: (validity, data, offsets); unchanged: (list offsets, (data, offsets)), the
+ *   columns whose value is Debezium's unavailable-value placeholder, taken out of after as the Python
+ *   parser takes them; shapes: [(event, collection, key names, row names)] where the event's shape
+ *   differs from the event before it.
  *
  * key, before and after are the line's own JSON texts, not written again: the same values (a string's
  * escapes as written, a number's digits as written) for the typed reader that reads them next.
@@ -331,40 +333,56 @@ typedef struct {
     int count;
 } Names;
 
-/* An object's raw text, and its member names when ``names`` is given; with ``placeholders``, a value
-   that is Debezium's unavailable-value placeholder in any of its forms is a bail (the general path
-   takes such a row's columns out). Names with escapes are a bail: they are compared as bytes. */
-static int row(const char **pp, const char *e, Span *raw, Names *names, int placeholders) {
+/* An after row's members: each one's text (name and value) and whether its value is Debezium's
+   unavailable-value placeholder (a TOASTed column the change left as it was). */
+typedef struct {
+    Span text[MAX_NAMES];
+    unsigned char placeholder[MAX_NAMES];
+    int placeholders;
+} Members_of;
+
+/* An object's raw text, and its member names when ``names`` is given; with ``members``, each member's
+   text and whether its value is the placeholder in any of its forms (a text, its base64, a list of the
+   text). Names with escapes are a bail: they are compared as bytes. */
+static int row(const char **pp, const char *e, Span *raw, Names *names, Members_of *members) {
     Members m;
     Span name;
     int esc, r;
     raw->p = *pp;
     if (members_open(&m, pp, e)) return BAIL;
     if (names) names->count = 0;
+    if (members) members->placeholders = 0;
     while ((r = members_next(&m, &name, &esc)) == 1) {
+        int at = names ? names->count : 0, placeholder = 0;
         if (names) {
             if (esc || names->count >= MAX_NAMES) return BAIL;
             names->names[names->count++] = name;
         }
-        if (placeholders && **pp == '"') {
+        if (members && **pp == '"') {
             Span s;
             int sesc;
             if (string(pp, e, &s, &sesc)) return BAIL;
-            if (string_equals(s, sesc, UNAVAILABLE) || string_equals(s, sesc, UNAVAILABLE_B64)) return BAIL;
-            continue;
-        }
-        if (placeholders && **pp == '[') {
-            const char *q = *pp + 1;
-            ws(&q, e);
-            if (q < e && *q == '"') {
-                Span s;
-                int sesc;
-                if (string(&q, e, &s, &sesc)) return BAIL;
+            placeholder = string_equals(s, sesc, UNAVAILABLE) || string_equals(s, sesc, UNAVAILABLE_B64);
+        } else {
+            if (members && **pp == '[') {
+                const char *q = *pp + 1;
                 ws(&q, e);
-                if (q < e && *q == ']' && string_equals(s, sesc, UNAVAILABLE)) return BAIL;
+                if (q < e && *q == '"') {
+                    Span s;
+                    int sesc;
+                    if (string(&q, e, &s, &sesc)) return BAIL;
+                    ws(&q, e);
+                    placeholder = q < e && *q == ']' && string_equals(s, sesc, UNAVAILABLE);
+                }
             }
+            if (value_skip(pp, e, 1)) return BAIL;
         }
-        if (value_skip(pp, e, 1)) return BAIL;
+        if (members && names) {
+            members->text[at].p = name.p - 1;  /* the name's opening quote: names here have no escape */
+            members->text[at].n = *pp - (name.p - 1);
+            members->placeholder[at] = (unsigned char)placeholder;
+            members->placeholders += placeholder;
+        }
     }
     if (r) return BAIL;
     raw->n = *pp - raw->p;
@@ -389,6 +407,8 @@ typedef struct {
     int has_before, has_after, has_snapshot, has_lsn, has_tx;
     uint64_t position[2], lsn, tx, ts;
     Names key_names, before_names, after_names;
+    Members_of after_members;
+    Names kept;  /* the after row's names less its placeholders' */
 } Event;
 
 #define SEEN(bit) do { if (seen & (bit)) return BAIL; seen |= (bit); } while (0)
@@ -477,7 +497,7 @@ static int record(const char *p, const char *e, Event *ev) {
         if (is(name, 0, "key")) {
             SEEN(1);
             if (**pp == '{') {
-                if (row(pp, e, &ev->key, &ev->key_names, 0)) return BAIL;
+                if (row(pp, e, &ev->key, &ev->key_names, NULL)) return BAIL;
             } else {
                 ev->key.p = NULL;
                 if (value_skip(pp, e, 1)) return BAIL;
@@ -502,10 +522,10 @@ static int record(const char *p, const char *e, Event *ev) {
                         if (literal(pp, e, "null")) return BAIL;
                     } else if (**pp == '{') {
                         if (after) {
-                            if (row(pp, e, &ev->after, &ev->after_names, 1)) return BAIL;
+                            if (row(pp, e, &ev->after, &ev->after_names, &ev->after_members)) return BAIL;
                             ev->has_after = 1;
                         } else {
-                            if (row(pp, e, &ev->before, &ev->before_names, 0)) return BAIL;
+                            if (row(pp, e, &ev->before, &ev->before_names, NULL)) return BAIL;
                             ev->has_before = 1;
                         }
                     } else return BAIL;
@@ -643,12 +663,15 @@ static PyObject *parse(PyObject *Py_UNUSED(self), PyObject *arg) {
     PyObject *result = NULL, *shapes = PyList_New(0);
     Event *ev = PyMem_Calloc(1, sizeof(Event));
     Pairing pair = {0};
-    Buf lines = {0}, ops = {0}, ts = {0}, sig = {0}, last_sig = {0}, last_before = {0};
+    Buf lines = {0}, ops = {0}, ts = {0}, sig = {0}, last_sig = {0}, last_before = {0}, rebuilt = {0},
+        unchanged_at = {0};
     Col coll = {0}, key = {0}, before = {.nullable = 1}, after = {.nullable = 1}, position = {0},
-        snapshot = {.nullable = 1};
-    Col *cols[] = {&coll, &key, &before, &after, &position, &snapshot};
+        snapshot = {.nullable = 1}, unchanged = {0};
+    Col *cols[] = {&coll, &key, &before, &after, &position, &snapshot, &unchanged};
     int bail = 0, failed = !shapes || !ev;
-    for (int i = 0; i < 6 && !failed; i++) failed = col_start(cols[i]);
+    for (int i = 0; i < 7 && !failed; i++) failed = col_start(cols[i]);
+    int32_t listed = 0;  /* the unchanged columns' names so far: their list column's offsets */
+    failed = failed || put(&unchanged_at, &listed, 4);
     int64_t lineno = 0;
     char name[512];
     Py_ssize_t name_n;
@@ -696,6 +719,29 @@ static PyObject *parse(PyObject *Py_UNUSED(self), PyObject *arg) {
         const Names *row_names = ev->has_after ? &ev->after_names : &ev->before_names;
         static const Names no_names;
         if (!ev->has_after && !ev->has_before) row_names = &no_names;
+        Span after_text = ev->after;
+        if (ev->has_after && ev->after_members.placeholders) {
+            /* events.debezium._toast: the placeholders' columns leave the row and are listed unchanged */
+            const Members_of *m = &ev->after_members;
+            if (!distinct(&ev->after_names)) { bail = 1; break; }
+            ev->kept.count = 0;
+            rebuilt.len = 0;
+            failed = put(&rebuilt, "{", 1);
+            for (int i = 0; i < ev->after_names.count && !failed; i++) {
+                if (m->placeholder[i]) {
+                    failed = col_add(&unchanged, ev->after_names.names[i].p, ev->after_names.names[i].n, 1);
+                    listed++;
+                    continue;
+                }
+                if (ev->kept.count) failed = put(&rebuilt, ",", 1);
+                ev->kept.names[ev->kept.count++] = ev->after_names.names[i];
+                failed = failed || put(&rebuilt, m->text[i].p, m->text[i].n);
+            }
+            if (failed || put(&rebuilt, "}", 1)) { failed = 1; break; }
+            after_text.p = rebuilt.data;
+            after_text.n = rebuilt.len;
+            row_names = &ev->kept;
+        }
         if (signature(&sig, name, name_n, &ev->key_names, row_names)) { failed = 1; break; }
         if (sig.len != last_sig.len || memcmp(sig.data, last_sig.data, sig.len)) {
             if (!distinct(&ev->key_names) || !distinct(row_names)) { bail = 1; break; }
@@ -731,7 +777,7 @@ static PyObject *parse(PyObject *Py_UNUSED(self), PyObject *arg) {
         failed = put(&lines, &ln, 8) || put(&ops, &op, 1) || put(&ts, &t, 8) ||
                  col_add(&coll, name, name_n, 1) || col_add(&key, ev->key.p, ev->key.n, 1) ||
                  col_add(&before, ev->before.p, ev->before.n, ev->has_before) ||
-                 col_add(&after, ev->after.p, ev->after.n, ev->has_after) ||
+                 col_add(&after, after_text.p, after_text.n, ev->has_after) || put(&unchanged_at, &listed, 4) ||
                  position_key(&position, elements, count) ||
                  col_add(&snapshot, snap, snap_n, ev->has_snapshot);
     }
@@ -748,14 +794,18 @@ static PyObject *parse(PyObject *Py_UNUSED(self), PyObject *arg) {
             parts[i][2] = bytes_of(&nullable[i]->offsets);
         }
         result = Py_BuildValue(
-            "(nNNNN(NNN)(NNN)NN(NNN)O)", key.count, bytes_of(&lines), bytes_of(&ops),
+            "(nNNNN(NNN)(NNN)NN(NNN)NO)", key.count, bytes_of(&lines), bytes_of(&ops),
             Py_BuildValue("(NN)", bytes_of(&coll.data), bytes_of(&coll.offsets)),
             Py_BuildValue("(NN)", bytes_of(&key.data), bytes_of(&key.offsets)), parts[0][0], parts[0][1],
             parts[0][2], parts[1][0], parts[1][1], parts[1][2],
             Py_BuildValue("(NN)", bytes_of(&position.data), bytes_of(&position.offsets)), bytes_of(&ts),
-            parts[2][0], parts[2][1], parts[2][2], shapes);
+            parts[2][0], parts[2][1], parts[2][2],
+            Py_BuildValue("(N(NN))", bytes_of(&unchanged_at), bytes_of(&unchanged.data), bytes_of(&unchanged.offsets)),
+            shapes);
     }
-    for (int i = 0; i < 6; i++) col_free(cols[i]);
+    for (int i = 0; i < 7; i++) col_free(cols[i]);
+    PyMem_Free(rebuilt.data);
+    PyMem_Free(unchanged_at.data);
     PyMem_Free(lines.data);
     PyMem_Free(ops.data);
     PyMem_Free(ts.data);

@@ -2,8 +2,9 @@
 events ``events.parse.parse_lines`` gives for the same file, without a Python object per event.
 
 Which record: the one ``events.debezium.plain_postgres`` reads by its short path (this project's
-capture, a sink's key and value pairs of the PostgreSQL connector), and tombstones between them. A file
-holding any other line (a schema line, a placeholder, JSON the reader is not sure of) is read whole by
+capture, a sink's key and value pairs of the PostgreSQL connector), the same with unavailable-value
+placeholders (their columns listed unchanged, as the general path lists them), and tombstones between
+them. A file holding any other line (a schema line, JSON the reader is not sure of) is read whole by
 the Python parser: the stream's state (a key change's delete and create) runs through the file, so the
 two never share one. Without a C compiler where the package was installed, every file is read in
 Python. The columns' texts ``key``, ``before`` and ``after`` are the line's own JSON (a string's escapes
@@ -85,7 +86,7 @@ def parse_file(data: Any, seen_shapes: set[tuple[Any, ...]]) -> PlainFile | None
     got = _plainjson.parse(data)
     if got is None:
         return None
-    n, lines, ops, collection, key, before, after, position, ts, snapshot, found = got
+    n, lines, ops, collection, key, before, after, position, ts, snapshot, (listed, names), found = got
     shapes = {}
     for index, coll, key_names, row_names in found:
         this = (coll, key_names, row_names)
@@ -104,5 +105,11 @@ def parse_file(data: Any, seen_shapes: set[tuple[Any, ...]]) -> PlainFile | None
         "source_ts_ms": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(ts)]),
         "snapshot": _strings(n, snapshot),
         "line": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lines)]),
+        "unchanged": pa.Array.from_buffers(
+            pa.list_(pa.string()),
+            n,
+            [None, pa.py_buffer(listed)],
+            children=[_strings(len(names[1]) // 4 - 1, names)],
+        ),
     }
     return PlainFile(n, columns, shapes)

@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_backfill.eventlog.buffers import repeated_string, string_array
+from cdc_backfill.eventlog.buffers import repeated_string
 from cdc_backfill.eventlog.schema import OPS
 from cdc_backfill.events.model import Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
@@ -180,13 +180,9 @@ class _Columns:
 def _plain_batches(file: PlainFile, path: str) -> Iterator[pa.RecordBatch]:
     """A file the C reader read (``ingest.plain``), as the parser's rows in batches."""
     n = file.count
-    empty = pa.Array.from_buffers(
-        pa.list_(pa.string()), n, [None, pa.py_buffer(bytes(4 * (n + 1)))], children=[string_array([])]
-    )
     nulls = pa.nulls(n, pa.string())
     built = {
         **file.columns,
-        "unchanged": empty,
         "format": repeated_string(PLAIN_FORMAT, n),
         "file": repeated_string(path, n),
         "quarantine_reason": nulls,
