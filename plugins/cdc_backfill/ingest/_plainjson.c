@@ -659,6 +659,10 @@ static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->data ? b
 static PyObject *parse(PyObject *Py_UNUSED(self), PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    if (view.len > INT32_MAX) {  /* Arrow's int32 offsets: the Python parser flushes its rows in batches */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
     const char *d = view.buf, *end = d + view.len;
     PyObject *result = NULL, *shapes = PyList_New(0);
     Event *ev = PyMem_Calloc(1, sizeof(Event));
