@@ -179,3 +179,11 @@ def test_what_wrappers_describe_comes_from_the_totals_the_last_file_winning() ->
         (c, [col.name for col in d[0]], d[1]) for c, d in wrapped_descriptions(totals).items()
     ]
     assert (name, columns, key) == ("public.a", ["id", "v", "w"], ["id"])
+
+
+def test_a_collection_of_few_events_is_one_log_file_not_one_an_input_file() -> None:
+    from cdc_backfill.ingest.spark.job import EVENTS_PER_LOG_FILE, log_files_of
+
+    assert [log_files_of(n) for n in (0, 20, EVENTS_PER_LOG_FILE)] == [1, 1, 1]
+    assert log_files_of(EVENTS_PER_LOG_FILE + 1) == 2
+    assert log_files_of(10_000_000) == 10_000_000 // EVENTS_PER_LOG_FILE

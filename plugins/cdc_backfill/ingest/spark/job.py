@@ -56,6 +56,9 @@ log = logging.getLogger("cdc_backfill.ingest")
 # event in the driver's memory (a before row is as wide as the after row where a table's replica
 # identity is full)
 NOT_LOGGED = ("before", "format", "snapshot")
+# A collection's events an ingest writes into one log file at most: half a million typed events are
+# tens of MB of Parquet; below that, a file an input file (the parse's tasks) would be many small ones
+EVENTS_PER_LOG_FILE = 500_000
 
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
@@ -114,11 +117,25 @@ def wrapped_descriptions(totals: dict[Any, Any]) -> dict[str, Described]:
     return out
 
 
+def log_files_of(events: int) -> int:
+    """How many log files a collection's events of one ingest go into at most (pure): one a
+    ``EVENTS_PER_LOG_FILE``, so that a collection of few events is one file, not one an input file."""
+    return max(1, -(-events // EVENTS_PER_LOG_FILE))
+
+
 def log_file_rows(
-    parsed: DataFrame, collection: str, described: Described, signal_table: str, names: Sequence[str]
+    parsed: DataFrame,
+    collection: str,
+    described: Described,
+    signal_table: str,
+    names: Sequence[str],
+    files: int | None = None,
 ) -> DataFrame:
-    """One collection's events as the rows of its log files, columns in the file's order."""
+    """One collection's events as the rows of its log files (at most ``files`` of them), columns in the
+    file's order."""
     events = parsed.where(F.col("quarantine_reason").isNull())
+    if files is not None:
+        events = events.coalesce(files)  # fewer tasks, not a shuffle: the parse has one a file
     if collection == signal_table:
         rows = as_signal_rows(events, collection, ts=True)
     else:
@@ -240,7 +257,8 @@ def write_collections(
         names = version.arrow_schema().names
         t0 = time.time()
         out = stage / collection
-        log_file_rows(parsed, collection, described[collection], signal_table, names).write.option(
+        files = log_files_of(totals[collection]["events"])
+        log_file_rows(parsed, collection, described[collection], signal_table, names, files).write.option(
             "compression", "zstd"
         ).parquet(str(out))
         named = name_files(out, target, run, start=len(written))
