@@ -40,6 +40,16 @@ def position_key_array(positions: list[tuple[int, ...]]) -> pa.Array:
     )
 
 
+def from_buffers(
+    kind: pa.DataType, n: int, data: bytes, offsets: bytes | None = None, validity: bytes | None = None
+) -> pa.Array:
+    """n values of ``kind`` from a C reader's buffers: ``data``, a variable-width column's int32
+    ``offsets`` (n + 1), an Arrow ``validity`` bitmap (None: no value is null)."""
+    buffers = [None if validity is None else pa.py_buffer(validity)]
+    buffers += [pa.py_buffer(data)] if offsets is None else [pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(kind, n, buffers)
+
+
 def char_array(chars: bytes) -> pa.Array:
     """One-character strings (the ops ``c``, ``u``, ``d``...) from their bytes."""
     offsets = array("i", range(len(chars) + 1))

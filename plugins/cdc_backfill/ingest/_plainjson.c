@@ -697,27 +697,25 @@ static PyObject *parse(PyObject *Py_UNUSED(self), PyObject *arg) {
         int count = 2;
         if ((ev->op == 'd' || ev->op == 'c') && ev->has_lsn) {
             /* events.positions.PgStream.pair (without an lsn: no pairing, and the state stays) */
-            {
-                if (ev->op == 'd') {
-                    pair.open = 1;
-                    memcpy(pair.collection, name, name_n);
-                    pair.collection_n = name_n;
-                    pair.lsn = ev->lsn;
-                    pair.has_tx = ev->has_tx;
-                    pair.tx = ev->tx;
-                    pair.position[0] = elements[0];
-                    pair.position[1] = elements[1];
+            if (ev->op == 'd') {
+                pair.open = 1;
+                memcpy(pair.collection, name, name_n);
+                pair.collection_n = name_n;
+                pair.lsn = ev->lsn;
+                pair.has_tx = ev->has_tx;
+                pair.tx = ev->tx;
+                pair.position[0] = elements[0];
+                pair.position[1] = elements[1];
+                count = 3;
+            } else {
+                if (pair.open && pair.collection_n == name_n && !memcmp(pair.collection, name, name_n) &&
+                    pair.lsn == ev->lsn && pair.has_tx == ev->has_tx && (!ev->has_tx || pair.tx == ev->tx)) {
+                    elements[0] = pair.position[0];
+                    elements[1] = pair.position[1];
+                    elements[2] = 1;
                     count = 3;
-                } else {
-                    if (pair.open && pair.collection_n == name_n && !memcmp(pair.collection, name, name_n) &&
-                        pair.lsn == ev->lsn && pair.has_tx == ev->has_tx && (!ev->has_tx || pair.tx == ev->tx)) {
-                        elements[0] = pair.position[0];
-                        elements[1] = pair.position[1];
-                        elements[2] = 1;
-                        count = 3;
-                    }
-                    pair.open = 0;
                 }
+                pair.open = 0;
             }
         }
         const Names *row_names = ev->has_after ? &ev->after_names : &ev->before_names;

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from cdc_backfill.eventlog.buffers import char_array, string_array
+from cdc_backfill.eventlog.buffers import char_array, from_buffers, string_array
 
 try:
     from cdc_backfill.ingest import _plainjson
@@ -49,16 +49,8 @@ class PlainFile:
 
 def _strings(n: int, parts: tuple[bytes, ...], kind: pa.DataType = STRING) -> pa.Array:
     """A variable-width column from the reader's (data, offsets) or (validity, data, offsets)."""
-    if len(parts) == 2:
-        validity, (data, offsets) = None, parts
-    else:
-        validity, data, offsets = parts
-    buffers = [
-        None if validity is None else pa.py_buffer(validity),
-        pa.py_buffer(offsets),
-        pa.py_buffer(data),
-    ]
-    return pa.Array.from_buffers(kind, n, buffers)
+    validity, data, offsets = parts if len(parts) == 3 else (None, *parts)
+    return from_buffers(kind, n, data, offsets, validity)
 
 
 def sparse_strings(n: int, values: dict[int, str]) -> pa.Array:
@@ -66,10 +58,11 @@ def sparse_strings(n: int, values: dict[int, str]) -> pa.Array:
     Python loop runs once per event."""
     if not values:
         return pa.nulls(n, pa.string())
+    at = sorted(values)
     picks = array("i", bytes(4 * n))  # 0 picks the null
-    for i, index in enumerate(sorted(values), start=1):
+    for i, index in enumerate(at, start=1):
         picks[index] = i
-    given = pa.concat_arrays([pa.nulls(1, pa.string()), string_array([values[k] for k in sorted(values)])])
+    given = pa.concat_arrays([pa.nulls(1, pa.string()), string_array([values[k] for k in at])])
     return given.take(pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(picks)]))
 
 
@@ -96,9 +89,9 @@ def parse_file(data: Any, seen_shapes: set[tuple[Any, ...]]) -> PlainFile | None
         "before": _strings(n, before),
         "after": _strings(n, after),
         "position": _strings(n, position, pa.binary()),
-        "source_ts_ms": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(ts)]),
+        "source_ts_ms": from_buffers(pa.int64(), n, ts),
         "snapshot": _strings(n, snapshot),
-        "line": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lines)]),
+        "line": from_buffers(pa.int64(), n, lines),
         "unchanged": pa.Array.from_buffers(
             pa.list_(pa.string()),
             n,
