@@ -7,6 +7,7 @@ reason, so a laptop without Java can still run the pure tests.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ TEST_PG_URL_ENV = "CDC_BACKFILL_TEST_PG_URL"
 # without). A value the user set is kept.
 TEST_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 _JOB_OPTIONS_SET_HERE: list[bool] = []  # one entry when pytest_configure set it (not the user)
+_AIRFLOW_HOMES_MADE_HERE: list[str] = []  # removed when the run ends (116 of them had piled up in /tmp)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # module imports airflow. One fresh home per test run keeps runs independent of each other.
     if not os.environ.get("CDC_BACKFILL_TEST_KEEP_AIRFLOW_HOME"):
         os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="cdc-airflow-")
+        _AIRFLOW_HOMES_MADE_HERE.append(os.environ["AIRFLOW_HOME"])
     os.environ.setdefault("CDC_BACKFILL_HOME", str(ROOT))
     from cdc_backfill.runtime import apply_defaults
     from cdc_backfill.spark.log4j import DRIVER_JAVA_OPTIONS_ENV
@@ -43,6 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if DRIVER_JAVA_OPTIONS_ENV not in os.environ:
         os.environ[DRIVER_JAVA_OPTIONS_ENV] = TEST_JOB_JAVA_OPTIONS
         _JOB_OPTIONS_SET_HERE.append(True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for home in _AIRFLOW_HOMES_MADE_HERE:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def in_ci() -> bool:
