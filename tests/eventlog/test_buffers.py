@@ -1,22 +1,13 @@
-"""The roll's Arrow columns built from buffers equal what pa.array gives from the same values."""
+"""The roll's position column built from buffers holds ``position_key`` of each position."""
 
 from __future__ import annotations
 
 import random
 
-import pyarrow as pa
 import pytest
 
 from cdc_backfill.eventlog import buffers
-from cdc_backfill.eventlog.buffers import (
-    char_array,
-    int64_array,
-    line_array,
-    names_array,
-    position_key_array,
-    repeated_string,
-    string_array,
-)
+from cdc_backfill.eventlog.buffers import position_key_array
 from cdc_backfill.events.positions import position_key
 
 
@@ -43,19 +34,3 @@ def test_positions_beyond_64_bits_take_the_python_path_with_the_same_keys() -> N
             buffers._position_keys_c([(1, -1)])
     with pytest.raises(ValueError, match="negative"):
         buffers.position_keys_py([(1, -1)])
-
-
-def test_the_other_columns_equal_pa_array() -> None:
-    assert char_array(b"cudrt").equals(pa.array(list("cudrt"), pa.string()))
-    assert char_array(b"").equals(pa.array([], pa.string()))
-    assert int64_array([1, 2, -3]).equals(pa.array([1, 2, -3], pa.int64()))
-    with_nulls = [None, 5, None, None, None, None, None, None, 9, None]
-    assert int64_array(with_nulls).equals(pa.array(with_nulls, pa.int64()))
-    assert repeated_string("capture:slot", 3).equals(pa.array(["capture:slot"] * 3, pa.string()))
-    assert repeated_string("", 2).equals(pa.array(["", ""], pa.string()))
-    assert repeated_string("x", 0).equals(pa.array([], pa.string()))
-    assert string_array(["a", "", "é"]).equals(pa.array(["a", "", "é"], pa.string()))
-    assert line_array(3).equals(pa.array([1, 2, 3], pa.int64()))
-    assert names_array([None, None]).equals(pa.array([None, None], pa.list_(pa.string())))
-    some = [None, ["big", "notes"], [], None, None, None, None, None, ["é"]]
-    assert names_array(some).equals(pa.array(some, pa.list_(pa.string())))

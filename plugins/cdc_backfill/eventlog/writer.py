@@ -19,14 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_backfill.eventlog.buffers import (
-    char_array,
-    int64_array,
-    line_array,
-    names_array,
-    position_key_array,
-    repeated_string,
-)
+from cdc_backfill.arrowbuf import char_array, int64_array, line_array, names_array, repeated_string
+from cdc_backfill.eventlog.buffers import position_key_array
 from cdc_backfill.eventlog.counts import COUNTS, event_counts
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
 from cdc_backfill.eventlog.store import write_events

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from cdc_backfill.eventlog.buffers import char_array, from_buffers, string_array
+from cdc_backfill.arrowbuf import char_array, from_buffers, string_array
 
 try:
     from cdc_backfill.ingest import _plainjson

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from cdc_backfill.arrowbuf import from_buffers
 from cdc_backfill.pgtypes import PgColumn, arrow_type, decimal_shape
 
 try:
@@ -153,12 +154,10 @@ def binary_table(
         count, buffers = _copybinary.columns(data, rows.kinds, rows.scales)
     except ValueError as exc:
         raise ValueError(_named(str(exc), names)) from None
-    arrays = []
-    for t, (valid, values, offsets) in zip(types, buffers, strict=True):
-        parts = [pa.py_buffer(valid), pa.py_buffer(values)]
-        if offsets is not None:
-            parts.insert(1, pa.py_buffer(offsets))
-        arrays.append(pa.Array.from_buffers(t, count, parts, null_count=-1))
+    arrays = [
+        from_buffers(t, count, values, offsets, valid)
+        for t, (valid, values, offsets) in zip(types, buffers, strict=True)
+    ]
     return pa.Table.from_arrays(arrays, names=names)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_backfill.eventlog.buffers import repeated_string
+from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir

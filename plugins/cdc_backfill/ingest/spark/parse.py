@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdc_backfill.eventlog.buffers import repeated_string
+from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.eventlog.schema import OPS
 from cdc_backfill.events.model import Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
