@@ -194,17 +194,21 @@ def parse_inputs(
 ) -> tuple[DataFrame, dict[Any, Any]]:
     """The input files parsed once (every collection's write and the quarantine read it), and their
     ``collection_totals`` by collection."""
+
+    def parsed_with(keys: dict[str, list[str]]) -> tuple[DataFrame, dict[Any, Any]]:
+        parsed = (
+            parse_files(spark, inputs, ParseOptions(key_columns=keys)).drop(*NOT_LOGGED).localCheckpoint()
+        )
+        return parsed, {r["collection"]: r for r in collection_totals(parsed).collect()}
+
     keys = sources.known_keys()
-    parsed = parse_files(spark, inputs, ParseOptions(key_columns=keys)).drop(*NOT_LOGGED).localCheckpoint()
-    totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+    parsed, totals = parsed_with(keys)
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
     found = {c: d[1] for c in keyless_collections(totals) if (d := sources.find(c)) is not None}
     if found:
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
-        again = parse_files(spark, inputs, ParseOptions(key_columns={**keys, **found}))
-        parsed = again.drop(*NOT_LOGGED).localCheckpoint()
-        totals = {r["collection"]: r for r in collection_totals(parsed).collect()}
+        parsed, totals = parsed_with({**keys, **found})
     return parsed, totals
 
 
