@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.spark.sort_key import sort_columns, sort_key, sort_position
 
 MAX_ROUNDS = 8  # longer chains of key changes inside one run keep their columns unknown (re-read)
 _CREATE_TAIL = bytearray(b"\x01\x01")  # the last position element 1: the create of a key change
@@ -40,7 +41,7 @@ def key_change_pairs(stream: DataFrame, columns: Sequence[PgColumn], key: Sequen
     some_left_out = ~reduce(operator.and_, [F.col("_cdc_present").getField(n) for n in values])
     creates = (
         stream.where(~F.col("_cdc_deleted"))
-        .withColumn("_cdc_p", F.col("_cdc_sort.position"))
+        .withColumn("_cdc_p", sort_position())
         .where(
             some_left_out
             & (F.length(p) > 2)
@@ -56,7 +57,7 @@ def key_change_pairs(stream: DataFrame, columns: Sequence[PgColumn], key: Sequen
         )
     )
     deletes = stream.where(F.col("_cdc_deleted")).select(
-        *[F.col(k).alias(_old(k)) for k in key], F.col("_cdc_sort.position").alias("_cdc_from")
+        *[F.col(k).alias(_old(k)) for k in key], sort_position().alias("_cdc_from")
     )
     return creates.join(deletes, "_cdc_from")
 
@@ -86,7 +87,7 @@ def fill_rows(
     previous state) in the rules' shape."""
     names = [c.name for c in columns]
     values = [n for n in names if n not in key]
-    sort = F.col("_cdc_sort")
+    sort = sort_key()
     wanted = pairs.select(
         *[F.col(_old(k)).alias(k) for k in key],
         *[F.col(k).alias(f"_cdc_new_{k}") for k in key],
@@ -94,7 +95,7 @@ def fill_rows(
         "_cdc_from",
         F.col("_cdc_present").alias("_cdc_sent"),
     )
-    before = rows.join(wanted, list(key)).where(sort.getField("position") < F.col("_cdc_from"))
+    before = rows.join(wanted, list(key)).where(sort_position() < F.col("_cdc_from"))
     per_pair = before.groupBy("_cdc_at", "_cdc_from", *[f"_cdc_new_{k}" for k in key], "_cdc_sent").agg(
         F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
         *[
@@ -123,12 +124,7 @@ def fill_rows(
             *[(F.lit(False) if n in key else F.coalesce(known(n), F.lit(False))).alias(n) for n in names]
         ).alias("_cdc_present"),
         F.lit(False).alias("_cdc_deleted"),
-        F.struct(
-            F.col("_cdc_at").alias("position"),
-            F.lit(fill_priority).alias("priority"),
-            F.lit(None).cast("string").alias("file"),
-            F.lit(None).cast("long").alias("line"),
-        ).alias("_cdc_sort"),
+        *sort_columns(F.col("_cdc_at"), fill_priority),
     )
 
 

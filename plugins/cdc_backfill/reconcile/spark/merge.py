@@ -7,7 +7,7 @@
 
 The input is typed already (``eventlog.spark.rows``: the collection's log rows and the signal collection's),
 in the table's own column types, as the snapshot chunks store them: keys join as values and no text
-is parsed here. Positions are binary keys, compared byte by byte. Each row carries a sort key ``_cdc_sort`` =
+is parsed here. Positions are binary keys, compared byte by byte. Each row carries a sort key (``sort_key``) =
 (position, priority, file, line): a previous state's row at the position it is as of, before a stream
 event at the same position (which is the same event, replayed from the carry); a surviving READ at its
 window's high after any stream event there.
@@ -37,6 +37,7 @@ from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
+from cdc_backfill.reconcile.spark.sort_key import sort_columns, sort_position
 from cdc_backfill.reconcile.spark.winners import (
     FILL_ONLY_PRIORITY,
     HAD_PREVIOUS,
@@ -108,11 +109,8 @@ def typed_stream(rows: DataFrame, columns: Sequence[PgColumn], key: Sequence[str
         *[F.col(c.name) for c in columns],
         F.struct(*present).alias("_cdc_present"),
         deleted.alias("_cdc_deleted"),
-        F.struct(
-            F.col(POSITION).alias("position"), F.lit(PRIORITY_STREAM).alias("priority"),
-            F.col(ORIGIN).alias("file"), F.col(LINE).alias("line"),
-        ).alias("_cdc_sort"),
-    )  # fmt: skip
+        *sort_columns(F.col(POSITION), PRIORITY_STREAM, F.col(ORIGIN), F.col(LINE)),
+    )
 
 
 def truncates(rows: DataFrame) -> DataFrame:
@@ -138,7 +136,7 @@ def judged_reads(
     """
     closed = wins.where(F.col("_cdc_high").isNotNull())
     r = in_windows(reads, wins)
-    position = F.col("_cdc_sort.position").alias("_cdc_p")
+    position = sort_position().alias("_cdc_p")
     touched = stream.select(*key, position)
     windows_of = r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high")
     hit = touched.join(F.broadcast(windows_of) if few_reads else windows_of, list(key))
@@ -186,11 +184,8 @@ def placed_reads(df: DataFrame, columns: Sequence[PgColumn], at: str, priority: 
         *[F.col(n).cast(spark_type(c)).alias(n) for n, c in zip(names, columns, strict=True)],
         F.struct(*[F.lit(True).alias(n) for n in names]).alias("_cdc_present"),
         F.lit(False).alias("_cdc_deleted"),
-        F.struct(
-            F.col(at).alias("position"), F.lit(priority).alias("priority"),
-            F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
-        ).alias("_cdc_sort"),
-    )  # fmt: skip
+        *sort_columns(F.col(at), priority),
+    )
 
 
 def reads_beside_stream(
@@ -212,13 +207,13 @@ def reads_beside_stream(
     no_mark = F.lit(None).cast("boolean").alias(INSIDE)
     reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
     if spans is not None:
-        inside = inside_spans(F.col(key[0]), F.col("_cdc_sort").getField("position"), spans)
+        inside = inside_spans(F.col(key[0]), sort_position(), spans)
         return [stream.select("*", inside.alias(INSIDE)), reads_placed]
     windows_of = F.broadcast(
         placed.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)], "_cdc_low", "_cdc_high")
     )
     same = reduce(operator.and_, [stream[k] == windows_of[f"_cdc_k{i}"] for i, k in enumerate(key)])
-    p = F.col("_cdc_sort").getField("position")
+    p = sort_position()
     inside = (p > F.col("_cdc_low")) & (p < F.col("_cdc_high"))
     marked = stream.join(windows_of, same, "left").select(*stream.columns, inside.alias(INSIDE))
     return [marked, reads_placed]
@@ -248,11 +243,8 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
         *names,
         F.struct(*[(~F.array_contains(unknown, n)).alias(n) for n in names]).alias("_cdc_present"),
         F.lit(False).alias("_cdc_deleted"),
-        F.struct(
-            F.col("_cdc_position").alias("position"), F.lit(PRIORITY_PREVIOUS).alias("priority"),
-            F.lit(None).cast("string").alias("file"), F.lit(None).cast("long").alias("line"),
-        ).alias("_cdc_sort"),
-    )  # fmt: skip
+        *sort_columns(F.col("_cdc_position"), PRIORITY_PREVIOUS),
+    )
 
 
 def newer_than(position: Sequence[int] | None) -> Column:

@@ -1,6 +1,6 @@
 """docs/design.md §6's merge: per key, the winning row and the values it carries
 (``merge.reconcile_parts`` feeds it the stream, the judged READ rows and the previous state, each row
-with ``_cdc_present``, ``_cdc_deleted`` and the sort key ``_cdc_sort``: position, priority, file, line).
+with ``_cdc_present``, ``_cdc_deleted`` and the sort key's columns (``sort_key``): position, priority, file, line).
 
 Most keys take their winner whole, one buffer per key as the bare floor does; only keys with a row that
 left a value column out (an unchanged TOAST column) keep a buffer per column, to take each column from
@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.reconcile.spark.sort_key import sort_key, sort_position, sort_priority
 
 # the sort key's priorities at one position
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
@@ -33,7 +34,7 @@ def kept_keys(keys: DataFrame) -> DataFrame:
 
 
 def reads_applied() -> Column:
-    return F.count_if(F.col("_cdc_sort").getField("priority") == PRIORITY_READ).alias(READS_APPLIED)
+    return F.count_if(sort_priority() == PRIORITY_READ).alias(READS_APPLIED)
 
 
 def merged_keys(
@@ -45,7 +46,7 @@ def merged_keys(
 ) -> DataFrame:
     """Every key the rows name, with ``_cdc_kept`` (it is in the state), ``_cdc_had_previous`` (the
     previous state had it) and ``_cdc_reads_applied`` (its READ rows not dropped), so that one pass
-    counts the state, the keys it lost and the READs applied. Per key: the last row by ``_cdc_sort``
+    counts the state, the keys it lost and the READs applied. Per key: the last row by its sort key
     wins (fill-only rows never do); each column not sent takes the last value sent before it; a winning
     delete removes the key; the latest truncate removes keys whose winner is before it. Returns the
     typed state with ``_cdc_position`` and ``_cdc_unknown``.
@@ -83,7 +84,7 @@ def all_sent(values: Sequence[str]) -> Column:
 
 
 def competes() -> Column:
-    return F.col("_cdc_sort").getField("priority") != FILL_ONLY_PRIORITY
+    return sort_priority() != FILL_ONLY_PRIORITY
 
 
 def merged_by_winner(
@@ -93,13 +94,13 @@ def merged_by_winner(
     one buffer per key. A kept winner is after every delete of its key and after the latest truncate,
     so each value is its own and none is unknown. Fill-only rows supply only what a winner did not send:
     here they are left out (and with them, where they are literals, their part of the plan)."""
-    sort = F.col("_cdc_sort")
+    sort = sort_key()
     per_key = (
         rows.where(competes())
         .groupBy(*key)
         .agg(
             F.max_by(whole_row(columns, key), sort).alias("_cdc_w"),
-            F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+            F.max(sort_priority() == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
             reads_applied(),
         )
     )
@@ -112,7 +113,7 @@ def merged_by_winner(
 
 def whole_row(columns: Sequence[PgColumn], key: Sequence[str]) -> Column:
     """A row taken whole by the merge: whether it deletes, its position and its value columns."""
-    position = F.col("_cdc_sort").getField("position").alias("position")
+    position = sort_position().alias("position")
     return F.struct(
         F.col("_cdc_deleted").alias("deleted"),
         position,
@@ -142,8 +143,8 @@ def merged_judging_reads(rows: DataFrame, columns: Sequence[PgColumn], key: Sequ
     its key is inside its window (``_cdc_inside``, marked where the stream is read). Per key, the latest
     other row and the READ row are kept apart; the READ wins when it is not dropped and is not before
     that row (at one position, a READ is after the stream). No row here leaves a column out."""
-    sort = F.col("_cdc_sort")
-    priority = sort.getField("priority")
+    sort = sort_key()
+    priority = sort_priority()
     winner = whole_row(columns, key)
     per_key = rows.groupBy(*key).agg(
         F.max_by(winner, F.when(priority != PRIORITY_READ, sort)).alias("_cdc_o"),
@@ -181,14 +182,14 @@ def merged_by_column(
     """
     names = [c.name for c in columns]
     values = [n for n in names if n not in key]
-    sort = F.col("_cdc_sort")
+    sort = sort_key()
     # max_by leaves out rows whose ordering is null: each buffer sees only the rows it is about
     per_key = rows.groupBy(*key).agg(
         F.max_by(
             F.struct(F.col("_cdc_deleted").alias("deleted"), sort.alias("s")), F.when(competes(), sort)
         ).alias("_cdc_w"),
         F.max(F.when(F.col("_cdc_deleted"), sort)).alias("_cdc_d"),
-        F.max(sort.getField("priority") == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
+        F.max(sort_priority() == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
         reads_applied(),
         *[
             F.max_by(
