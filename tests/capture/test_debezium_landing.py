@@ -103,6 +103,36 @@ def test_a_sinks_notifications_are_read_where_it_landed_them(tmp_path: Path) -> 
     assert ended_snapshots(tmp_path) == {"s0": "COMPLETED", "s1": "COMPLETED"}
 
 
+def test_a_sinks_file_being_written_or_renamed_away_is_not_an_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A sink writing a file under a hidden name, then renaming it, while the trigger polls: the hidden
+    file is left out (as ingest leaves it), and a file gone between the listing and its reading is read
+    where it is at the next poll (a race that failed a DAG's wait for the stream)."""
+    from pathlib import Path as P
+
+    from cdc_backfill.capture.debezium_landing import ended_snapshots
+    from cdc_backfill.layout import stream_dir
+
+    stream_dir(tmp_path).mkdir(parents=True)
+    line = _sink_line(0, _note("s1", "COMPLETED")) + "\n"
+    (stream_dir(tmp_path) / ".dbz-00000000000000000765-00000000000000000956.jsonl.925fa399.part").write_text(
+        line
+    )
+    assert ended_snapshots(tmp_path) == {}
+    gone = stream_dir(tmp_path) / "notifications-0002.json"
+    gone.write_text(line)
+    real_stat = P.stat
+
+    def renamed_meanwhile(self: P, **kw):  # type: ignore[no-untyped-def]
+        if self == gone:
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_stat(self, **kw)
+
+    monkeypatch.setattr(P, "stat", renamed_meanwhile)
+    assert ended_snapshots(tmp_path) == {}
+    monkeypatch.undo()
+    assert ended_snapshots(tmp_path) == {"s1": "COMPLETED"}
+
+
 def test_a_sinks_notifications_on_s3(s3_lake) -> None:  # type: ignore[no-untyped-def]
     """A sink (S3 sink connector, Debezium Server) writing objects into an S3 landing: read once each."""
     from cdc_backfill.capture.debezium_landing import ended_snapshots

@@ -262,9 +262,12 @@ def sink_notifications(landing: Path) -> list[dict]:
     that a sink wrote, in file-name order: Kafka Connect or Debezium Server landing the notification
     topic (``notification.enabled.channels=sink``) beside the change topics. ``capture debezium``'s own
     batch files never hold them. A local file is read again only when its size changed (a sink
-    appending); an object on S3, which never changes, once."""
+    appending); an object on S3, which never changes, once. Hidden and ``_`` names are left out, as
+    ``ingest`` leaves them: a file being written (``.dbz-....jsonl.<id>.part``) is read under its own
+    name once whole."""
     files = [p for folder in (stream_dir(landing), ingested_stream_dir(landing)) if folder.is_dir()
-             for p in folder.iterdir() if not _NAME_RE.match(p.name)]  # fmt: skip
+             for p in folder.iterdir()
+             if not _NAME_RE.match(p.name) and not p.name.startswith((".", "_"))]  # fmt: skip
     return [note for path in sorted(files, key=lambda p: p.name) for note in _file_notifications(path)]
 
 
@@ -274,11 +277,15 @@ def _file_notifications(path: LakePath) -> list[dict]:
         if key not in _sink_files:  # a listed prefix is no file: remembered as holding none
             _sink_files[key] = notifications_in(path.read_bytes()) if path.is_file() else []
         return _sink_files[key]
-    if not path.is_file():
+    try:
+        key = (str(path), path.stat().st_size)
+        if key not in _sink_files:
+            _sink_files[key] = notifications_in(path.read_bytes())
+    except (
+        FileNotFoundError,
+        IsADirectoryError,
+    ):  # renamed or moved since the listing: read where it is next
         return []
-    key = (str(path), path.stat().st_size)
-    if key not in _sink_files:
-        _sink_files[key] = notifications_in(path.read_bytes())
     return _sink_files[key]
 
 
