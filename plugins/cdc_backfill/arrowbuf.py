@@ -12,6 +12,8 @@ from itertools import accumulate
 
 import pyarrow as pa
 
+Buffer = bytes | bytearray | array  # what a column's buffer may be handed over as
+
 
 def joined(parts: list[bytes]) -> tuple[bytes, bytes]:
     """The parts concatenated, and their int32 offsets (n + 1): a variable-width Arrow column's buffers."""
@@ -19,7 +21,11 @@ def joined(parts: list[bytes]) -> tuple[bytes, bytes]:
 
 
 def from_buffers(
-    kind: pa.DataType, n: int, data: bytes, offsets: bytes | None = None, validity: bytes | None = None
+    kind: pa.DataType,
+    n: int,
+    data: Buffer,
+    offsets: Buffer | None = None,
+    validity: Buffer | None = None,
 ) -> pa.Array:
     """n values of ``kind`` from a C reader's buffers: ``data``, a variable-width column's int32
     ``offsets`` (n + 1), an Arrow ``validity`` bitmap (None: no value is null)."""
@@ -30,8 +36,7 @@ def from_buffers(
 
 def char_array(chars: bytes) -> pa.Array:
     """One-character strings (the ops ``c``, ``u``, ``d``...) from their bytes."""
-    offsets = array("i", range(len(chars) + 1))
-    return pa.Array.from_buffers(pa.string(), len(chars), [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+    return from_buffers(pa.string(), len(chars), chars, array("i", range(len(chars) + 1)))
 
 
 _STRIDES: dict[int, pa.Buffer] = {}  # by a value's length: the offsets 0, len, 2 len ... built so far
@@ -60,24 +65,24 @@ def int64_array(values: Sequence[int | None]) -> pa.Array:
     """int64 values, None as null."""
     n = len(values)
     if None not in values:
-        return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(array("q", values))])
+        return from_buffers(pa.int64(), n, array("q", values))
     valid = bytearray((n + 7) // 8)
     for i, v in enumerate(values):
         if v is not None:
             valid[i >> 3] |= 1 << (i & 7)
     data = array("q", (0 if v is None else v for v in values))
-    return pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(valid), pa.py_buffer(data)])
+    return from_buffers(pa.int64(), n, data, validity=valid)
 
 
 def line_array(n: int) -> pa.Array:
     """1 … n as int64: each event's order in its file."""
-    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(array("q", range(1, n + 1)))])
+    return from_buffers(pa.int64(), n, array("q", range(1, n + 1)))
 
 
 def string_array(values: Sequence[str]) -> pa.Array:
     """Strings, none null."""
     data, offsets = joined([v.encode() for v in values])
-    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return from_buffers(pa.string(), len(values), data, offsets)
 
 
 def names_array(lists: list[list[str] | None]) -> pa.Array:

@@ -107,8 +107,6 @@ def test_a_sinks_file_being_written_or_renamed_away_is_not_an_error(tmp_path: Pa
     """A sink writing a file under a hidden name, then renaming it, while the trigger polls: the hidden
     file is left out (as ingest leaves it), and a file gone between the listing and its reading is read
     where it is at the next poll (a race that failed a DAG's wait for the stream)."""
-    from pathlib import Path as P
-
     from cdc_backfill.capture.debezium_landing import ended_snapshots
     from cdc_backfill.layout import stream_dir
 
@@ -120,14 +118,14 @@ def test_a_sinks_file_being_written_or_renamed_away_is_not_an_error(tmp_path: Pa
     assert ended_snapshots(tmp_path) == {}
     gone = stream_dir(tmp_path) / "notifications-0002.json"
     gone.write_text(line)
-    real_stat = P.stat
+    real_stat = Path.stat
 
-    def renamed_meanwhile(self: P, **kw):  # type: ignore[no-untyped-def]
+    def renamed_meanwhile(self: Path, **kw):  # type: ignore[no-untyped-def]
         if self == gone:
             raise FileNotFoundError(2, "No such file or directory", str(self))
         return real_stat(self, **kw)
 
-    monkeypatch.setattr(P, "stat", renamed_meanwhile)
+    monkeypatch.setattr(Path, "stat", renamed_meanwhile)
     assert ended_snapshots(tmp_path) == {}
     monkeypatch.undo()
     assert ended_snapshots(tmp_path) == {"s1": "COMPLETED"}

@@ -277,14 +277,12 @@ def _file_notifications(path: LakePath) -> list[dict]:
         if key not in _sink_files:  # a listed prefix is no file: remembered as holding none
             _sink_files[key] = notifications_in(path.read_bytes()) if path.is_file() else []
         return _sink_files[key]
+    # a file renamed or moved since the listing is read where it is at the next poll; a folder holds none
     try:
         key = (str(path), path.stat().st_size)
         if key not in _sink_files:
             _sink_files[key] = notifications_in(path.read_bytes())
-    except (
-        FileNotFoundError,
-        IsADirectoryError,
-    ):  # renamed or moved since the listing: read where it is next
+    except (FileNotFoundError, IsADirectoryError):
         return []
     return _sink_files[key]
 

@@ -63,7 +63,7 @@ def sparse_strings(n: int, values: dict[int, str]) -> pa.Array:
     for i, index in enumerate(at, start=1):
         picks[index] = i
     given = pa.concat_arrays([pa.nulls(1, pa.string()), string_array([values[k] for k in at])])
-    return given.take(pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(picks)]))
+    return given.take(from_buffers(pa.int32(), n, picks))
 
 
 def parse_file(data: Any, seen_shapes: set[tuple[Any, ...]]) -> PlainFile | None:
