@@ -133,6 +133,12 @@ def staging_dir(landing: LakePath) -> LakePath:
     return lake_path(landing) / LOG_DIR / STAGING_DIR
 
 
+def typed_stage_dir(stage: LakePath | str, collection: str) -> LakePath:
+    """Where an ingest's workers write the log files they typed themselves (``ingest.typed``), inside the
+    run's staging folder, beside Spark's own output of each collection."""
+    return lake_path(stage) / "_typed" / collection
+
+
 def quarantine_dir(landing: LakePath) -> LakePath:
     return lake_path(landing) / QUARANTINE_DIR
 

@@ -35,6 +35,14 @@ def describe(landing: Path, collection: str, columns: Sequence[PgColumn], key: S
     return version
 
 
+def next_version(
+    landing: Path, collection: str, columns: Sequence[PgColumn], key: Sequence[str]
+) -> LogVersion:
+    """The version ``describe`` would put the collection's next events in, written nowhere."""
+    before = read_schema(landing, collection) or LogSchema(collection, tuple(key))
+    return before.with_columns(columns, key)[1]
+
+
 def write_events(
     landing: Path, collection: str, version: LogVersion, events: pa.Table, in_order: bool = False
 ) -> Path | None:

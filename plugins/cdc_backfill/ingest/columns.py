@@ -159,15 +159,18 @@ class ColumnSources:
             found = SIGNAL_COLUMNS
         return found
 
-    def known_keys(self) -> dict[str, list[str]]:
-        """Keys known before reading any event (the parser needs them for records without a Kafka key):
-        the landing's collections and the file's."""
-        keys = {c: key for c, (_, key) in self.given.items()}
+    def known(self) -> dict[str, Described]:
+        """Columns and keys known before reading any event: the landing's collections and the file's."""
+        out = dict(self.given)
         for coll in landed_collections(self.landing, self.signal_table):
             found = self.find(coll)
             if found is not None:
-                keys[coll] = found[1]
-        return keys
+                out[coll] = found
+        return out
+
+    def known_keys(self) -> dict[str, list[str]]:
+        """Keys known before reading any event (the parser needs them for records without a Kafka key)."""
+        return {c: key for c, (_, key) in self.known().items()}
 
     def columns(self, collections: Iterable[str]) -> dict[str, Described]:
         """Every collection's (columns, key); ColumnsError naming each one nothing describes."""

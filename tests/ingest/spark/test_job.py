@@ -4,6 +4,7 @@ types from the landing, the source's catalog or a column-type file, and refused 
 from __future__ import annotations
 
 import json
+import random
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,12 @@ from cdc_backfill.eventlog.store import log_files, read_schema
 from cdc_backfill.eventlog.writer import LogWriter
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, read_column_types
+from cdc_backfill.ingest.spark import job
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.layout import ingested_stream_dir, rolls_dir, staging_dir, stream_dir
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.paths import FIXTURES
+from tests.support.records import capture_record
 from tests.support.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
 from tests.support.state import state_frame
 
@@ -221,3 +224,58 @@ def test_types_come_from_the_records_schema_wrapper(spark, tmp_path: Path) -> No
         "id": 1, "day": dt.date(2024, 1, 2), "at": dt.datetime(2024, 1, 1, 0, 0, 0, 1),
         "tm": "12:34:56.5", "amount": Decimal("0.99"),
     }  # fmt: skip
+
+
+TYPED = "public.t"
+TYPED_TYPES = {TYPED: {"key": ["id"], "columns": {"id": "bigint", "name": "text", "balance": "numeric(12,2)",
+                                                  "active": "boolean", "score": "double precision"}}}  # fmt: skip
+
+
+def typed_records(n: int, seed: int) -> list[dict[str, Any]]:
+    """Creates, updates, deletes and key changes of the C reader's record, ``public.t``."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        k, lsn = rng.randint(1, 50), seed * 100_000 + 10 * i  # each file's own stretch of the WAL
+        if rng.random() < 0.05:  # a key change: the delete and create of one WAL record
+            out += [capture_record("d", k, lsn, lsn + 5), capture_record("c", k + 100, lsn, lsn + 5)]
+            continue
+        record = capture_record(rng.choice("cud"), k, lsn, lsn + 5)
+        if record["value"]["after"]:
+            record["value"]["after"]["balance"] = f"{rng.randint(-9999, 9999)}.{rng.randint(0, 99):02d}"
+        out.append(record)
+    return out
+
+
+def test_events_the_parse_workers_type_land_as_the_jvm_types_them(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for name, seed in (("a.jsonl", 1), ("b.jsonl", 2)):
+        (inbox / name).write_text("".join(json.dumps(r) + "\n" for r in typed_records(300, seed)))
+    given = read_column_types_from(tmp_path, TYPED_TYPES)
+    landed = {}
+    for way, least in (("jvm", 10**9), ("workers", 1)):
+        monkeypatch.setattr(job, "TYPED_MIN_EVENTS", least)
+        landing = tmp_path / way
+        summary = ingest(spark, landing, [inbox], given)
+        assert summary["typed_in_parse"] == (summary["events"] if way == "workers" else 0)
+        (manifest,) = rolls_dir(landing).glob("r*.json")
+        doc = json.loads(manifest.read_text())
+        landed[way] = (log_rows(landing, TYPED), doc["counts"], doc["position"], summary["events"])
+        assert not any(staging_dir(landing).iterdir())
+    assert landed["workers"] == landed["jvm"]
+    assert len(landed["jvm"][0]) == landed["jvm"][3] > 600
+    assert {r["_cdc_op"] for r in landed["jvm"][0]} == {"c", "u", "d"}
+
+
+def test_events_the_parse_workers_typed_are_refused_with_the_rest(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(job, "TYPED_MIN_EVENTS", 1)
+    landing = tmp_path / "landing"
+    write_stream_file(landing, "a.jsonl", typed_records(100, 3))
+    lacking = {TYPED: {**TYPED_TYPES[TYPED], "columns": {**TYPED_TYPES[TYPED]["columns"]}}}
+    del lacking[TYPED]["columns"]["score"]
+    with pytest.raises(ColumnsError, match=r"carry column\(s\) score that its description lacks"):
+        ingest(spark, landing, None, read_column_types_from(tmp_path, lacking))
+    assert not rolls_dir(landing).exists() and log_files(landing, TYPED) == []
+    assert not staging_dir(landing).exists() or not any(staging_dir(landing).iterdir())
+    assert (stream_dir(landing) / "a.jsonl").exists()

@@ -122,7 +122,7 @@ def test_options_reach_the_workers(spark, tmp_path: Path) -> None:  # type: igno
 
 def test_the_shapes_given_out_are_every_rows_key_and_column_names(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from cdc_backfill.eventlog.schema import OPS
-    from cdc_backfill.ingest.spark.job import collection_totals, event_shapes
+    from cdc_backfill.ingest.spark.totals import collection_totals, event_shapes
 
     for name in (
         "debezium_postgres_customers.json",
@@ -150,7 +150,7 @@ def test_the_shapes_given_out_are_every_rows_key_and_column_names(spark, tmp_pat
 
 def test_the_collections_without_a_key_come_from_the_totals_quarantine_row() -> None:
     from cdc_backfill.events.debezium import MISSING_KEY
-    from cdc_backfill.ingest.spark.job import keyless_collections
+    from cdc_backfill.ingest.spark.totals import keyless_collections
 
     reasons = [MISSING_KEY.format("public.b"), MISSING_KEY.format("public.a")]
     assert keyless_collections({None: {"keyless": reasons}, "public.c": {"keyless": []}}) == [
@@ -161,7 +161,7 @@ def test_the_collections_without_a_key_come_from_the_totals_quarantine_row() -> 
 
 
 def test_what_wrappers_describe_comes_from_the_totals_the_last_file_winning() -> None:
-    from cdc_backfill.ingest.spark.job import wrapped_descriptions
+    from cdc_backfill.ingest.spark.totals import wrapped_descriptions
 
     def told(*columns: str) -> dict[str, str]:
         return {

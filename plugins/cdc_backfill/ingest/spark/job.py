@@ -21,15 +21,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog import counts
-from cdc_backfill.eventlog.schema import OPS, POSITION
+from cdc_backfill.eventlog.schema import POSITION, LogSchemaError
 from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
-from cdc_backfill.eventlog.store import describe
-from cdc_backfill.events.debezium import MISSING_KEY_PREFIX, missing_key_collection
+from cdc_backfill.eventlog.store import describe, next_version
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
-from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.inputs import (
     InputFile,
     ingest_lock,
@@ -39,6 +37,13 @@ from cdc_backfill.ingest.inputs import (
     remove_unnamed,
 )
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
+from cdc_backfill.ingest.spark.totals import (
+    collection_totals,
+    event_shapes,
+    keyless_collections,
+    wrapped_descriptions,
+)
+from cdc_backfill.ingest.typed import Typing, readable
 from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet, rmtree
 from cdc_backfill.layout import (
     LOG_DIR,
@@ -48,6 +53,7 @@ from cdc_backfill.layout import (
     quarantine_dir,
     rolls_dir,
     staging_dir,
+    typed_stage_dir,
 )
 
 log = logging.getLogger("cdc_backfill.ingest")
@@ -59,62 +65,9 @@ NOT_LOGGED = ("before", "format", "snapshot")
 # A collection's events an ingest writes into one log file at most: half a million typed events are
 # tens of MB of Parquet; below that, a file an input file (the parse's tasks) would be many small ones
 EVENTS_PER_LOG_FILE = 500_000
-
-
-def collection_totals(parsed: DataFrame) -> DataFrame:
-    """Per collection (None for quarantined records and non-row events): events, quarantined records,
-    the greatest position, the shapes of its events (``shape`` of the parser's rows), the reasons
-    of records quarantined for want of a key (one per collection, in the None row), and what schema
-    wrappers describe. One small aggregate: the one read of the whole parse before the writes."""
-    row = F.col("quarantine_reason").isNull() & F.col("op").isin(*OPS)
-    op, left_out = F.col("op"), F.size("unchanged") > 0
-    reason = F.col("quarantine_reason")
-    return parsed.groupBy(F.when(row, F.col("collection")).alias("collection")).agg(
-        F.count_if(row).alias("events"),
-        F.count_if(reason.isNotNull()).alias("quarantined"),
-        F.collect_set(F.when(reason.startswith(MISSING_KEY_PREFIX), reason)).alias("keyless"),
-        # what a schema wrapper says of a collection: on its first event in each file (few rows)
-        F.collect_list(
-            F.when(F.col("described").isNotNull(), F.struct("collection", "file", "described"))
-        ).alias("described"),
-        F.max("position").alias("last"),
-        F.collect_set("shape").alias("shapes"),
-        # the manifest's counts (eventlog.counts), which the reconcile plans its run by
-        *[F.count_if(row & (op == o)).alias(o) for o in (*counts.ROW_OPS, "t")],
-        F.count_if(row & (op == "c") & left_out).alias(counts.LEFT_OUT),
-        F.count_if(row & op.isin("c", "u", "r") & left_out).alias(counts.UNCHANGED),
-    )
-
-
-def event_shapes(totals: dict[Any, Any]) -> list[tuple[str, list[list[str]], list[str]]]:
-    """Per collection: the distinct sets of key names its events carry, and every column name they carry
-    (the signal collection's rows included), from the shapes the parser gave out (pure)."""
-    out = []
-    for collection, r in totals.items():
-        if collection is None:
-            continue
-        shapes = [json.loads(s) for s in r["shapes"] or []]
-        key_sets = {tuple(s["key"]) for s in shapes if s["key"] is not None}
-        columns = dict.fromkeys(c for s in shapes for c in s["columns"])
-        out.append((collection, [list(k) for k in sorted(key_sets)], list(columns)))
-    return out
-
-
-def keyless_collections(totals: dict[Any, Any]) -> list[str]:
-    """Collections of records quarantined for want of a key, from ``collection_totals`` (pure)."""
-    reasons = totals[None]["keyless"] if None in totals else []
-    return sorted({c for r in reasons if (c := missing_key_collection(r)) is not None})
-
-
-def wrapped_descriptions(totals: dict[Any, Any]) -> dict[str, Described]:
-    """What the records' ``{schema, payload}`` wrappers say of each collection, from ``collection_totals``:
-    one row per collection and file at most; where files differ (a column added between them), the last
-    file in name order (pure)."""
-    rows = [d for r in totals.values() for d in r["described"]]
-    out: dict[str, Described] = {}
-    for r in sorted(rows, key=lambda r: r["file"]):
-        out[r["collection"]] = described_from_json(r["described"])
-    return out
+# A collection's events of one input file that its parse's worker types and writes as a log file of
+# their own (``ingest.typed``) at the fewest; fewer go the JVM's way with the rest of the run's few
+TYPED_MIN_EVENTS = 10_000
 
 
 def log_files_of(events: int) -> int:
@@ -167,11 +120,16 @@ def ingest_files(
         return summary
     # timestamps as int64 microseconds, as pyarrow and DuckDB read them (not Spark's default INT96)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    parsed, totals = parse_inputs(spark, inputs, sources)
-    described = described_collections(sources, totals)
     stage = staging_dir(landing) / run
+    try:
+        parsed, totals, described = parse_and_describe(spark, landing, inputs, sources, stage)
+    except BaseException:
+        rmtree(stage)  # what the workers typed and wrote
+        raise
     written = write_collections(parsed, landing, stage, run, described, sources.signal_table, totals, summary)
     summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
+    # of the events, those the parse's workers typed themselves (``ingest.typed``)
+    summary["typed_in_parse"] = sum(r["staged_events"] for r in totals.values())
     if summary["quarantined"]:
         summary["quarantine"] = quarantine(parsed, landing, run, summary["quarantined"])
     if summary["events"] == 0 and summary["quarantined"]:
@@ -189,16 +147,56 @@ def ingest_files(
     return summary
 
 
+def worker_typing(landing: Path, sources: ColumnSources, stage: Path) -> Typing:
+    """What the parse's workers type and write themselves: the collections the landing or the column-type
+    file describes before the parse (the signal table's rows are text, typed by the JVM)."""
+    targets = {}
+    for collection, (columns, key) in sources.known().items():
+        if collection == sources.signal_table or not readable(columns):
+            continue
+        try:
+            targets[collection] = (next_version(landing, collection, columns, key), tuple(key))
+        except LogSchemaError:
+            continue  # refused below, by name, as for every other path
+    return Typing(str(stage), targets, TYPED_MIN_EVENTS)
+
+
+def parse_and_describe(
+    spark: SparkSession, landing: Path, inputs: Sequence[InputFile], sources: ColumnSources, stage: Path
+) -> tuple[DataFrame, dict[Any, Any], dict[str, Described]]:
+    """The inputs parsed (``parse_inputs``) and each collection's columns and key. Where those differ from
+    what the workers typed by (a wrapper among the inputs describes a collection anew), parsed again
+    with the JVM typing every event."""
+    typing = worker_typing(landing, sources, stage)
+    parsed, totals = parse_inputs(spark, inputs, sources, typing)
+    described = described_collections(sources, totals)
+    stale = [
+        c
+        for c, r in totals.items()
+        if r["staged"]
+        and (
+            c not in described
+            or typing.targets[c] != (next_version(landing, c, *described[c]), tuple(described[c][1]))
+        )
+    ]
+    if stale:
+        log.info("%s described anew by the inputs: parsing again, typed by the JVM", ", ".join(sorted(stale)))
+        parsed.unpersist()
+        rmtree(stage)
+        parsed, totals = parse_inputs(spark, inputs, sources, None)
+        described = described_collections(sources, totals)
+    return parsed, totals, described
+
+
 def parse_inputs(
-    spark: SparkSession, inputs: Sequence[InputFile], sources: ColumnSources
+    spark: SparkSession, inputs: Sequence[InputFile], sources: ColumnSources, typing: Typing | None
 ) -> tuple[DataFrame, dict[Any, Any]]:
     """The input files parsed once (every collection's write and the quarantine read it), and their
-    ``collection_totals`` by collection."""
+    ``collection_totals`` by collection; ``typing``: what the workers type and write themselves."""
 
     def parsed_with(keys: dict[str, list[str]]) -> tuple[DataFrame, dict[Any, Any]]:
-        parsed = (
-            parse_files(spark, inputs, ParseOptions(key_columns=keys)).drop(*NOT_LOGGED).localCheckpoint()
-        )
+        options = ParseOptions(key_columns=keys)
+        parsed = parse_files(spark, inputs, options, typing).drop(*NOT_LOGGED).localCheckpoint()
         return parsed, {r["collection"]: r for r in collection_totals(parsed).collect()}
 
     keys = sources.known_keys()
@@ -208,17 +206,21 @@ def parse_inputs(
     if found:
         log.info("keys of %s found in the catalog: parsing again", ", ".join(sorted(found)))
         parsed.unpersist()
+        if typing is not None:
+            rmtree(lake_path(typing.stage))
         parsed, totals = parsed_with({**keys, **found})
     return parsed, totals
 
 
-def parse_files(spark: SparkSession, inputs: Sequence[InputFile], options: ParseOptions) -> DataFrame:
+def parse_files(
+    spark: SparkSession, inputs: Sequence[InputFile], options: ParseOptions, typing: Typing | None = None
+) -> DataFrame:
     """The input files parsed: local ones read by the Python workers themselves, files on S3 through
     Spark's ``binaryFile`` source (and its S3 connector's settings)."""
     if all(not isinstance(i.path, S3Path) for i in inputs):
-        return parse_local_files(spark, [i.path for i in inputs], options)
+        return parse_local_files(spark, [i.path for i in inputs], options, typing)
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
-    return parse_landing_files(files, options)
+    return parse_landing_files(files, options, typing)
 
 
 def described_collections(sources: ColumnSources, totals: dict[Any, Any]) -> dict[str, Any]:
@@ -261,13 +263,15 @@ def write_collections(
         names = version.arrow_schema().names
         t0 = time.time()
         out = stage / collection
-        files = log_files_of(totals[collection]["events"])
-        log_file_rows(parsed, collection, described[collection], signal_table, names, files).write.option(
-            "compression", "zstd"
-        ).parquet(str(out))
-        named = name_files(out, target, run, start=len(written))
-        written += [p.relative_to(landing / LOG_DIR).as_posix() for p in named]
         n = totals[collection]["events"]
+        named = []
+        if n > totals[collection]["staged_events"]:  # events the workers left to the JVM
+            files = log_files_of(n - totals[collection]["staged_events"])
+            rows = log_file_rows(parsed, collection, described[collection], signal_table, names, files)
+            rows.write.option("compression", "zstd").parquet(str(out))
+            named += name_files(out, target, run, start=len(written))
+        named += name_files(typed_stage_dir(stage, collection), target, run, start=len(written) + len(named))
+        written += [p.relative_to(landing / LOG_DIR).as_posix() for p in named]
         summary["collections"][collection] = {"events": n, "files": len(named), "version": version.version}
         summary["events"] += n
         log.info(

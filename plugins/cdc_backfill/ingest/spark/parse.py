@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -37,6 +38,7 @@ from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.connect import wrapped_columns
 from cdc_backfill.ingest.plain import FORMAT as PLAIN_FORMAT
 from cdc_backfill.ingest.plain import PlainFile, parse_file, sparse_strings
+from cdc_backfill.ingest.typed import Staged, Typing, stage_typed
 
 # What the Python workers return: events and quarantined records in the same rows (with a reason).
 PARSED_SCHEMA = StructType(
@@ -62,6 +64,10 @@ PARSED_SCHEMA = StructType(
         # (collection, key names, column names) a worker parsed only: what ingest checks against the
         # collection's description, without reading every row's JSON again
         StructField("shape", StringType()),
+        # a log file a worker wrote of one collection's events of one file (``Typing``), on one row
+        # standing for them all, with their counts (``typed.TALLY``)
+        StructField("staged", StringType()),
+        StructField("tally", ArrayType(LongType())),
     ]
 )
 
@@ -98,6 +104,8 @@ ARROW_SCHEMA = pa.schema(
         ("record", pa.string()),
         ("described", pa.string()),
         ("shape", pa.string()),
+        ("staged", pa.string()),
+        ("tally", pa.list_(pa.int64())),
     ]
 )
 _BATCH_ROWS = 20_000
@@ -127,7 +135,7 @@ class _Columns:
         """One line's events; the first event of each collection in the file carries the columns its
         schema wrapper describes (``seen``: the collections looked at)."""
         (collection, op, key, before, after, unchanged, position, ts, fmt, snapshot, file, line, reason,
-         record, described, shape) = self.cols  # fmt: skip
+         record, described, shape, staged, tally) = self.cols  # fmt: skip
         shapes = self.shapes
         for ev in events:
             collection.append(ev.collection)
@@ -145,6 +153,8 @@ class _Columns:
             line.append(lineno)
             reason.append(None)
             record.append(None)
+            staged.append(None)
+            tally.append(None)
             if ev.collection in seen:
                 described.append(None)
             else:
@@ -163,7 +173,7 @@ class _Columns:
         for c in self.cols[:10]:
             c.append(None)
         for c, value in zip(
-            self.cols[10:], (path, lineno, item.reason, item.record, None, None), strict=True
+            self.cols[10:], (path, lineno, item.reason, item.record, None, None, None, None), strict=True
         ):
             c.append(value)
 
@@ -177,8 +187,9 @@ class _Columns:
         return batch
 
 
-def _plain_batches(file: PlainFile, path: str) -> Iterator[pa.RecordBatch]:
-    """A file the C reader read (``ingest.plain``), as the parser's rows in batches."""
+def _plain_batches(file: PlainFile, path: str, typing: Typing | None) -> Iterator[pa.RecordBatch]:
+    """A file the C reader read (``ingest.plain``), as the parser's rows in batches; with ``typing``,
+    the events its workers typed and wrote (``ingest.typed``) as one row a log file, with their shapes."""
     n = file.count
     nulls = pa.nulls(n, pa.string())
     built = {
@@ -189,15 +200,39 @@ def _plain_batches(file: PlainFile, path: str) -> Iterator[pa.RecordBatch]:
         "record": nulls,
         "described": nulls,  # the plain record has no schema wrapper
         "shape": sparse_strings(n, file.shapes),
+        "staged": nulls,
+        "tally": pa.nulls(n, pa.list_(pa.int64())),
     }
     batch = pa.RecordBatch.from_arrays([built[name] for name in ARROW_SCHEMA.names], schema=ARROW_SCHEMA)
-    for start in range(0, n, _BATCH_ROWS):
+    staged, keep = stage_typed(file.columns, path, typing) if typing is not None else ([], None)
+    if staged:
+        yield _staged_rows(staged, batch, path)
+        batch = batch.filter(keep)
+    for start in range(0, batch.num_rows, _BATCH_ROWS):
         yield batch.slice(start, _BATCH_ROWS)
 
 
-def parse_contents(files: Iterable[tuple[str, Any]], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+def _staged_rows(staged: list[Staged], batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
+    """A row for each log file a worker wrote, and a row for each shape first seen among its events."""
+    rows: dict[str, list[Any]] = {name: [] for name in ARROW_SCHEMA.names}
+    shapes = batch.column("shape")
+    for s in staged:
+        mine = pc.and_(pc.equal(batch.column("collection"), s.collection), pc.is_valid(shapes))
+        seen = shapes.filter(pc.fill_null(mine, False)).to_pylist()
+        for shape, staged_path, tally in [(None, s.path, list(s.tally)), *((t, None, None) for t in seen)]:
+            values = {"collection": s.collection, "position": s.last if staged_path else None, "file": path,
+                      "shape": shape, "staged": staged_path, "tally": tally}  # fmt: skip
+            for name, column in rows.items():
+                column.append(values.get(name))
+    return pa.RecordBatch.from_pydict(rows, schema=ARROW_SCHEMA)
+
+
+def parse_contents(
+    files: Iterable[tuple[str, Any]], options: ParseOptions, typing: Typing | None = None
+) -> Iterator[pa.RecordBatch]:
     """Whole files, ``(path, bytes or a buffer)``, to the parsed rows (``PARSED_SCHEMA``): in C where a
-    file holds only the common PostgreSQL record (``ingest.plain``), else by the Python parser."""
+    file holds only the common PostgreSQL record (``ingest.plain``), else by the Python parser.
+    ``typing``: what the workers type and write themselves of a file read in C."""
     out = _Columns()
     in_c = options.format != "dataworks"  # a DataWorks file holds no Debezium record
     for path, content in files:
@@ -205,7 +240,7 @@ def parse_contents(files: Iterable[tuple[str, Any]], options: ParseOptions) -> I
         if plain is not None:
             if len(out):
                 yield out.flush()
-            yield from _plain_batches(plain, path)
+            yield from _plain_batches(plain, path, typing)
             continue
         data = content if isinstance(content, bytes) else memoryview(content).tobytes()
         lines = file_records(data)  # lines, or the events of one JSON document, as `events parse` reads
@@ -222,12 +257,14 @@ def parse_contents(files: Iterable[tuple[str, Any]], options: ParseOptions) -> I
         yield out.flush()
 
 
-def parse_batches(batches: Iterator[pa.RecordBatch], options: ParseOptions) -> Iterator[pa.RecordBatch]:
+def parse_batches(
+    batches: Iterator[pa.RecordBatch], options: ParseOptions, typing: Typing | None = None
+) -> Iterator[pa.RecordBatch]:
     """``(path, content)`` batches, as the ``binaryFile`` source gives them, to the parsed rows."""
     for batch in batches:
         contents = batch.column("content")
         files = ((path, contents[i].as_buffer()) for i, path in enumerate(batch.column("path").to_pylist()))
-        yield from parse_contents(files, options)
+        yield from parse_contents(files, options, typing)
 
 
 def _read_paths(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[str, bytes]]:
@@ -240,13 +277,17 @@ def _read_paths(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[str, bytes]
                 yield origin, fh.read()
 
 
-def parse_landing_files(files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS) -> DataFrame:
+def parse_landing_files(
+    files: DataFrame, options: ParseOptions = DEFAULT_OPTIONS, typing: Typing | None = None
+) -> DataFrame:
     """``(path, content)`` rows, as the ``binaryFile`` source gives them, to parsed rows.
 
     Events and quarantined records come out together; split them with :func:`events_only` and
     :func:`quarantined_only`.
     """
-    return files.select("path", "content").mapInArrow(lambda it: parse_batches(it, options), PARSED_SCHEMA)
+    return files.select("path", "content").mapInArrow(
+        lambda it: parse_batches(it, options, typing), PARSED_SCHEMA
+    )
 
 
 def file_origin(path: Path) -> str:
@@ -256,7 +297,10 @@ def file_origin(path: Path) -> str:
 
 
 def parse_local_files(
-    spark: SparkSession, paths: Sequence[Path], options: ParseOptions = DEFAULT_OPTIONS
+    spark: SparkSession,
+    paths: Sequence[Path],
+    options: ParseOptions = DEFAULT_OPTIONS,
+    typing: Typing | None = None,
 ) -> DataFrame:
     """Local files to parsed rows, each read by the Python worker that parses it: their bytes never pass
     through the JVM, where ``binaryFile`` holds each file as one array on the heap (a 50 MB landing file
@@ -265,7 +309,7 @@ def parse_local_files(
     named = [(str(p), file_origin(p)) for p in paths]
     tasks = max(1, min(len(named), _MAX_TASKS))
     frame = spark.createDataFrame(named, "path string, origin string").repartition(tasks)
-    return frame.mapInArrow(lambda it: parse_contents(_read_paths(it), options), PARSED_SCHEMA)
+    return frame.mapInArrow(lambda it: parse_contents(_read_paths(it), options, typing), PARSED_SCHEMA)
 
 
 def events_only(parsed: DataFrame, columns: Sequence[str] = EVENT_COLUMNS) -> DataFrame:
