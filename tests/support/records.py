@@ -5,6 +5,7 @@ and a record changed at one place."""
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
 
@@ -50,4 +51,21 @@ def changed(record: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[s
         del at[path[-1]]
     else:
         at[path[-1]] = value
+    return out
+
+
+def capture_changes(n: int, seed: int) -> list[dict[str, Any]]:
+    """About ``n`` creates, updates, deletes and key changes of ``public.t`` as the capture lands them,
+    each seed in a stretch of the WAL of its own."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        k, lsn = rng.randint(1, 50), seed * 100_000 + 10 * i
+        if rng.random() < 0.05:  # a key change: the delete and create of one WAL record
+            out += [capture_record("d", k, lsn, lsn + 5), capture_record("c", k + 100, lsn, lsn + 5)]
+            continue
+        record = capture_record(rng.choice("cud"), k, lsn, lsn + 5)
+        if record["value"]["after"]:
+            record["value"]["after"]["balance"] = f"{rng.randint(-9999, 9999)}.{rng.randint(0, 99):02d}"
+        out.append(record)
     return out

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,6 +45,9 @@ class Typing:
     stage: str
     targets: Mapping[str, tuple[LogVersion, tuple[str, ...]]]
     min_events: int
+    # the driver's S3 settings (``storage.s3_settings``), for a staging folder on S3: a worker's
+    # environment is the JVM's as it started, not the driver's now
+    s3: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,7 @@ def stage_typed(
     the run's staging folder, where there are enough of them and ``typed_events`` reads them all; and
     which events are left (a mask; None: all of them). A task run again writes the same file again: its
     name is the input file's and the collection's."""
+    os.environ.update(typing.s3)
     row = pc.is_in(columns["op"], pa.array(OPS))
     found = pc.value_counts(columns["collection"].filter(row)).to_pylist()
     staged = []

@@ -4,7 +4,6 @@ types from the landing, the source's catalog or a column-type file, and refused 
 from __future__ import annotations
 
 import json
-import random
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.layout import ingested_stream_dir, rolls_dir, staging_dir, stream_dir
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.paths import FIXTURES
-from tests.support.records import capture_record
+from tests.support.records import capture_changes
 from tests.support.scripts import ENCODERS, every_rule, records, write_chunk, write_stream_file
 from tests.support.state import state_frame
 
@@ -231,27 +230,11 @@ TYPED_TYPES = {TYPED: {"key": ["id"], "columns": {"id": "bigint", "name": "text"
                                                   "active": "boolean", "score": "double precision"}}}  # fmt: skip
 
 
-def typed_records(n: int, seed: int) -> list[dict[str, Any]]:
-    """Creates, updates, deletes and key changes of the C reader's record, ``public.t``."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        k, lsn = rng.randint(1, 50), seed * 100_000 + 10 * i  # each file's own stretch of the WAL
-        if rng.random() < 0.05:  # a key change: the delete and create of one WAL record
-            out += [capture_record("d", k, lsn, lsn + 5), capture_record("c", k + 100, lsn, lsn + 5)]
-            continue
-        record = capture_record(rng.choice("cud"), k, lsn, lsn + 5)
-        if record["value"]["after"]:
-            record["value"]["after"]["balance"] = f"{rng.randint(-9999, 9999)}.{rng.randint(0, 99):02d}"
-        out.append(record)
-    return out
-
-
 def test_events_the_parse_workers_type_land_as_the_jvm_types_them(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     for name, seed in (("a.jsonl", 1), ("b.jsonl", 2)):
-        (inbox / name).write_text("".join(json.dumps(r) + "\n" for r in typed_records(300, seed)))
+        (inbox / name).write_text("".join(json.dumps(r) + "\n" for r in capture_changes(300, seed)))
     given = read_column_types_from(tmp_path, TYPED_TYPES)
     landed = {}
     for way, least in (("jvm", 10**9), ("workers", 1)):
@@ -271,7 +254,7 @@ def test_events_the_parse_workers_type_land_as_the_jvm_types_them(spark, tmp_pat
 def test_events_the_parse_workers_typed_are_refused_with_the_rest(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(job, "TYPED_MIN_EVENTS", 1)
     landing = tmp_path / "landing"
-    write_stream_file(landing, "a.jsonl", typed_records(100, 3))
+    write_stream_file(landing, "a.jsonl", capture_changes(100, 3))
     lacking = {TYPED: {**TYPED_TYPES[TYPED], "columns": {**TYPED_TYPES[TYPED]["columns"]}}}
     del lacking[TYPED]["columns"]["score"]
     with pytest.raises(ColumnsError, match=r"carry column\(s\) score that its description lacks"):

@@ -10,6 +10,7 @@ import pytest
 from cdc_backfill.lakepath import S3Path
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.state.table import StateTable, current_version
+from tests.support.records import capture_changes
 from tests.support.runs import ingest_and_reconcile, land_snapshot_of
 from tests.support.s3 import upload
 from tests.support.scripts import ENCODERS, Script, records, write_chunk, write_stream_file
@@ -89,3 +90,35 @@ def test_ingest_and_a_small_run_on_s3(s3_spark, s3_lake: S3Path, tmp_path: Path)
         assert not (landing / "log" / ".ingest.lock").exists()  # the S3 lock is given back
     finally:
         spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+
+
+def test_an_ingest_typed_by_the_parse_workers_lands_on_s3(
+    s3_spark, s3_lake: S3Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The parse's workers write the log files they typed into the staging folder on S3, and the ingest
+    names them there: the log rows a local ingest typed by the JVM lands."""
+    from cdc_backfill.eventlog.store import log_files
+    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.spark import job
+    from cdc_backfill.lakepath import read_parquet
+    from cdc_backfill.pgtypes import PgColumn
+
+    columns = [PgColumn("id", "bigint", 20), PgColumn("name", "text", 25), PgColumn("balance", "numeric(12,2)", 1700),
+               PgColumn("active", "boolean", 16), PgColumn("score", "double precision", 701)]  # fmt: skip
+    given = {"public.t": (columns, ["id"])}
+    local = tmp_path / "landing"
+    write_stream_file(local, "a.jsonl", capture_changes(300, 1))
+    landing = s3_lake / "typed"
+    upload(local, landing)
+    landed = {}
+    for where, least in ((local, 10**9), (landing, 1)):
+        monkeypatch.setattr(job, "TYPED_MIN_EVENTS", least)
+        summary = job.ingest_landing(s3_spark, where, None, ColumnSources(where, ENC.signal, None, given))
+        assert summary["typed_in_parse"] == (summary["events"] if least == 1 else 0)
+        rows = [
+            r
+            for f in log_files(where, "public.t")
+            for r in read_parquet(f).drop_columns(["_cdc_origin"]).to_pylist()
+        ]
+        landed[where == landing] = sorted(rows, key=lambda r: r["_cdc_position"])
+    assert landed[True] == landed[False] and len(landed[True]) > 300

@@ -29,6 +29,7 @@ from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.files import fsync_dir, write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.inputs import (
+    InputError,
     InputFile,
     ingest_lock,
     ingest_paths,
@@ -55,6 +56,7 @@ from cdc_backfill.layout import (
     staging_dir,
     typed_stage_dir,
 )
+from cdc_backfill.storage import s3_settings
 
 log = logging.getLogger("cdc_backfill.ingest")
 
@@ -147,9 +149,12 @@ def ingest_files(
     return summary
 
 
-def worker_typing(landing: Path, sources: ColumnSources, stage: Path) -> Typing:
+def worker_typing(spark: SparkSession, landing: Path, sources: ColumnSources, stage: Path) -> Typing | None:
     """What the parse's workers type and write themselves: the collections the landing or the column-type
-    file describes before the parse (the signal table's rows are text, typed by the JVM)."""
+    file describes before the parse (the signal table's rows are text, typed by the JVM). None where
+    the workers may not see the driver's disk: a local landing with a cluster's master."""
+    if not isinstance(landing, S3Path) and not spark.sparkContext.master.startswith("local"):
+        return None
     targets = {}
     for collection, (columns, key) in sources.known().items():
         if collection == sources.signal_table or not readable(columns):
@@ -158,7 +163,7 @@ def worker_typing(landing: Path, sources: ColumnSources, stage: Path) -> Typing:
             targets[collection] = (next_version(landing, collection, columns, key), tuple(key))
         except LogSchemaError:
             continue  # refused below, by name, as for every other path
-    return Typing(str(stage), targets, TYPED_MIN_EVENTS)
+    return Typing(str(stage), targets, TYPED_MIN_EVENTS, s3_settings() if isinstance(stage, S3Path) else {})
 
 
 def parse_and_describe(
@@ -167,18 +172,17 @@ def parse_and_describe(
     """The inputs parsed (``parse_inputs``) and each collection's columns and key. Where those differ from
     what the workers typed by (a wrapper among the inputs describes a collection anew), parsed again
     with the JVM typing every event."""
-    typing = worker_typing(landing, sources, stage)
+    typing = worker_typing(spark, landing, sources, stage)
     parsed, totals = parse_inputs(spark, inputs, sources, typing)
     described = described_collections(sources, totals)
-    stale = [
-        c
-        for c, r in totals.items()
-        if r["staged"]
-        and (
-            c not in described
-            or typing.targets[c] != (next_version(landing, c, *described[c]), tuple(described[c][1]))
-        )
-    ]
+
+    def typed_as_described(c: str) -> bool:
+        if typing is None or c not in described:
+            return False
+        columns, key = described[c]
+        return typing.targets[c] == (next_version(landing, c, columns, key), tuple(key))
+
+    stale = [c for c, r in totals.items() if r["staged"] and not typed_as_described(c)]
     if stale:
         log.info("%s described anew by the inputs: parsing again, typed by the JVM", ", ".join(sorted(stale)))
         parsed.unpersist()
@@ -270,7 +274,8 @@ def write_collections(
             rows = log_file_rows(parsed, collection, described[collection], signal_table, names, files)
             rows.write.option("compression", "zstd").parquet(str(out))
             named += name_files(out, target, run, start=len(written))
-        named += name_files(typed_stage_dir(stage, collection), target, run, start=len(written) + len(named))
+        named += staged_files(typed_stage_dir(stage, collection), totals[collection]["staged"], target, run,
+                              start=len(written) + len(named))  # fmt: skip
         written += [p.relative_to(landing / LOG_DIR).as_posix() for p in named]
         summary["collections"][collection] = {"events": n, "files": len(named), "version": version.version}
         summary["events"] += n
@@ -334,6 +339,20 @@ def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:
         named.append(path)
     fsync_dir(target)
     return named
+
+
+def staged_files(folder: Path, staged: Sequence[str], target: Path, run: str, start: int) -> list[Path]:
+    """The log files the parse's workers wrote (``staged``: their paths, as the workers named them)
+    moved into the version's folder as ``name_files`` moves Spark's; InputError, before any is moved,
+    where they are not all there (workers that wrote to a disk of their own)."""
+    present = {p.name for p in folder.glob("part-*.parquet")} if staged else set()
+    if present != {lake_path(p).name for p in staged}:
+        raise InputError(
+            f"the parse's workers wrote {len(staged)} log file(s) into {folder}, {len(present)} are there: "
+            "run the ingest with a local master or with the landing on storage every worker shares (S3); "
+            "nothing landed"
+        )
+    return name_files(folder, target, run, start)
 
 
 def position_span(path: Path) -> tuple[bytes, bytes, int]:
