@@ -233,21 +233,23 @@ TYPED_TYPES = {TYPED: {"key": ["id"], "columns": {"id": "bigint", "name": "text"
 def test_events_the_parse_workers_type_land_as_the_jvm_types_them(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    for name, seed in (("a.jsonl", 1), ("b.jsonl", 2)):
-        (inbox / name).write_text("".join(json.dumps(r) + "\n" for r in capture_changes(300, seed)))
+    for name, n, seed in (("a.jsonl", 300, 1), ("b.jsonl", 600, 2)):
+        (inbox / name).write_text("".join(json.dumps(r) + "\n" for r in capture_changes(n, seed)))
     given = read_column_types_from(tmp_path, TYPED_TYPES)
     landed = {}
-    for way, least in (("jvm", 10**9), ("workers", 1)):
+    # every file's events typed by the JVM; by the workers; b.jsonl's by its worker, a.jsonl's by the JVM
+    for way, least in (("jvm", 10**9), ("workers", 1), ("both", 500)):
         monkeypatch.setattr(job, "TYPED_MIN_EVENTS", least)
         landing = tmp_path / way
         summary = ingest(spark, landing, [inbox], given)
-        assert summary["typed_in_parse"] == (summary["events"] if way == "workers" else 0)
+        by_workers = {"jvm": 0, "workers": summary["events"], "both": len(capture_changes(600, 2))}[way]
+        assert summary["typed_in_parse"] == by_workers
         (manifest,) = rolls_dir(landing).glob("r*.json")
         doc = json.loads(manifest.read_text())
         landed[way] = (log_rows(landing, TYPED), doc["counts"], doc["position"], summary["events"])
         assert not any(staging_dir(landing).iterdir())
-    assert landed["workers"] == landed["jvm"]
-    assert len(landed["jvm"][0]) == landed["jvm"][3] > 600
+    assert landed["workers"] == landed["jvm"] == landed["both"]
+    assert len(landed["jvm"][0]) == landed["jvm"][3] > 900
     assert {r["_cdc_op"] for r in landed["jvm"][0]} == {"c", "u", "d"}
 
 
