@@ -22,10 +22,19 @@ KEYS = (*ROW_OPS, "t", LEFT_OUT, UNCHANGED)
 def event_counts(ops: bytes, unchanged: Sequence[Sequence[str] | None]) -> dict[str, int]:
     """The counts of one collection's events: ``ops`` one byte each, ``unchanged`` the columns each
     event left unchanged (None or empty: none)."""
-    counts = {op: ops.count(op.encode()) for op in (*ROW_OPS, "t")}
     left = bytes(ops[i] for i, names in enumerate(unchanged) if names)
-    counts[LEFT_OUT] = left.count(b"c")
-    counts[UNCHANGED] = len(left) - left.count(b"d") - left.count(b"t")
+    return op_counts(
+        {op: ops.count(op.encode()) for op in (*ROW_OPS, "t")}, {op: left.count(op.encode()) for op in "cur"}
+    )
+
+
+def op_counts(by_op: Mapping[str, int], left_by_op: Mapping[str, int]) -> dict[str, int]:
+    """The counts from how many events each op has (``by_op``) and how many of each op left columns
+    unchanged (``left_by_op``; a delete's or a truncate's list says nothing): one rule for every
+    writer that counts its events."""
+    counts = {op: by_op.get(op, 0) for op in (*ROW_OPS, "t")}
+    counts[LEFT_OUT] = left_by_op.get("c", 0)
+    counts[UNCHANGED] = sum(left_by_op.get(op, 0) for op in ("c", "u", "r"))
     return counts
 
 

@@ -198,14 +198,14 @@ def typed_events(
 
 
 def tally(table: pa.Table) -> tuple[int, ...]:
-    """A log table's ``TALLY`` (``eventlog.counts.event_counts``, over whole columns)."""
+    """A log table's ``TALLY``: ``eventlog.counts.op_counts`` of its ops counted over whole columns."""
     ops = table.column(OP)
-    by_op = {r["values"]: r["counts"] for r in pc.value_counts(ops).to_pylist()}
     left = pc.fill_null(pc.greater(pc.list_value_length(table.column(UNCHANGED)), 0), False)
-    left_ops = {r["values"]: r["counts"] for r in pc.value_counts(ops.filter(left)).to_pylist()}
-    found = {op: by_op.get(op, 0) for op in (*counts.ROW_OPS, "t")}
-    found[counts.LEFT_OUT] = left_ops.get("c", 0)
-    found[counts.UNCHANGED] = sum(left_ops.get(op, 0) for op in ("c", "u", "r"))
+
+    def by_op(values: pa.ChunkedArray) -> dict[str, int]:
+        return {r["values"]: r["counts"] for r in pc.value_counts(values).to_pylist()}
+
+    found = counts.op_counts(by_op(ops), by_op(ops.filter(left)))
     return (table.num_rows, *(found[k] for k in counts.KEYS))
 
 

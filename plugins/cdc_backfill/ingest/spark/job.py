@@ -149,15 +149,17 @@ def ingest_files(
     return summary
 
 
-def worker_typing(spark: SparkSession, landing: Path, sources: ColumnSources, stage: Path) -> Typing | None:
-    """What the parse's workers type and write themselves: the collections the landing or the column-type
-    file describes before the parse (the signal table's rows are text, typed by the JVM). None where
-    the workers may not see the driver's disk: a local landing with a cluster's master."""
+def worker_typing(
+    spark: SparkSession, landing: Path, known: dict[str, Described], signal_table: str, stage: Path
+) -> Typing | None:
+    """What the parse's workers type and write themselves: the collections described before the parse
+    (``known``: the landing's and the column-type file's; the signal table's rows are text, typed by the
+    JVM). None where the workers may not see the driver's disk: a local landing with a cluster's master."""
     if not isinstance(landing, S3Path) and not spark.sparkContext.master.startswith("local"):
         return None
     targets = {}
-    for collection, (columns, key) in sources.known().items():
-        if collection == sources.signal_table or not readable(columns):
+    for collection, (columns, key) in known.items():
+        if collection == signal_table or not readable(columns):
             continue
         try:
             targets[collection] = (next_version(landing, collection, columns, key), tuple(key))
@@ -172,8 +174,10 @@ def parse_and_describe(
     """The inputs parsed (``parse_inputs``) and each collection's columns and key. Where those differ from
     what the workers typed by (a wrapper among the inputs describes a collection anew), parsed again
     with the JVM typing every event."""
-    typing = worker_typing(spark, landing, sources, stage)
-    parsed, totals = parse_inputs(spark, inputs, sources, typing)
+    known = sources.known()  # a catalog's lookups, once for the run
+    keys = {c: key for c, (_, key) in known.items()}
+    typing = worker_typing(spark, landing, known, sources.signal_table, stage)
+    parsed, totals = parse_inputs(spark, inputs, sources, keys, typing)
     described = described_collections(sources, totals)
 
     def typed_as_described(c: str) -> bool:
@@ -187,23 +191,27 @@ def parse_and_describe(
         log.info("%s described anew by the inputs: parsing again, typed by the JVM", ", ".join(sorted(stale)))
         parsed.unpersist()
         rmtree(stage)
-        parsed, totals = parse_inputs(spark, inputs, sources, None)
+        parsed, totals = parse_inputs(spark, inputs, sources, keys, None)
         described = described_collections(sources, totals)
     return parsed, totals, described
 
 
 def parse_inputs(
-    spark: SparkSession, inputs: Sequence[InputFile], sources: ColumnSources, typing: Typing | None
+    spark: SparkSession,
+    inputs: Sequence[InputFile],
+    sources: ColumnSources,
+    keys: dict[str, list[str]],
+    typing: Typing | None,
 ) -> tuple[DataFrame, dict[Any, Any]]:
     """The input files parsed once (every collection's write and the quarantine read it), and their
-    ``collection_totals`` by collection; ``typing``: what the workers type and write themselves."""
+    ``collection_totals`` by collection; ``keys``: those known before the parse (``ColumnSources.known``),
+    ``typing``: what the workers type and write themselves."""
 
     def parsed_with(keys: dict[str, list[str]]) -> tuple[DataFrame, dict[Any, Any]]:
         options = ParseOptions(key_columns=keys)
         parsed = parse_files(spark, inputs, options, typing).drop(*NOT_LOGGED).localCheckpoint()
         return parsed, {r["collection"]: r for r in collection_totals(parsed).collect()}
 
-    keys = sources.known_keys()
     parsed, totals = parsed_with(keys)
     # records without a Kafka key whose collection's key only the catalog knows: parsed again with it
     found = {c: d[1] for c in keyless_collections(totals) if (d := sources.find(c)) is not None}
