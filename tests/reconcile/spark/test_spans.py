@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 import cdc_backfill.reconcile.spark.runs as spark_runs
+from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.job import reconcile_landing
+from cdc_backfill.reconcile.spark.spans import inside_spans, inside_spans_sql, key_sql
 from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.state.table import current_version
 from tests.support.judge import columns_of, keyed_state, source_state
@@ -52,3 +54,29 @@ def test_marking_by_spans_equals_marking_by_join(
             for s in ("by-spans", "by-join")
         ]
         assert states[0] == states[1] == source_state(fresh_db, coll, key), coll
+
+
+@pytest.mark.parametrize("value", [0, -(2**63), 2**63 - 1, "", "it's", "back\\slash", "ünï", "a`b\n'c"])
+def test_a_span_s_key_reads_back_as_itself_in_spark_sql(spark, value) -> None:  # type: ignore[no-untyped-def]
+    """The spans' condition is SQL text: every integer and every text a chunk's statistics give is
+    written so that Spark reads the same value back (text as its UTF-8 bytes, nothing to escape)."""
+    assert spark.sql(f"SELECT {key_sql(value)} AS v").collect()[0].v == value
+
+
+def test_the_spans_condition_marks_keys_in_a_span_and_positions_inside_its_window(spark) -> None:  # type: ignore[no-untyped-def]
+    spans = [
+        ReadSpan(1, 3, b"\x01", b"\x05"),
+        ReadSpan(5, 9, b"\x03", b"\x07"),
+        ReadSpan(12, 12, b"\x00", b"\x09"),
+    ]
+    rows = [(k, bytearray([p])) for k in range(0, 14) for p in range(0, 10)]
+    frame = spark.createDataFrame(rows, "id long, `p os` binary")
+    marked = frame.where(inside_spans("id", "p os", spans)).collect()
+    expected = {
+        (k, p)
+        for k, p in ((k, p[0]) for k, p in rows)
+        for s in spans
+        if s.least <= k <= s.greatest and s.low[0] < p < s.high[0]
+    }
+    assert {(r.id, r["p os"][0]) for r in marked} == expected
+    assert inside_spans_sql("id", "p", []) == "false"

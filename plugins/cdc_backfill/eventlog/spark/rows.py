@@ -131,11 +131,18 @@ def read_log_rows(
         by_version.setdefault(int(p.parent.name[1:]), []).append(str(p))
     frames = []
     for version, group in sorted(by_version.items()):
-        df = spark.read.schema(log_schema(versions[version])).parquet(*group)
+        schema = log_schema(versions[version])
+        read = {f.name: f.dataType for f in schema.fields}
+        # a column already of the target's type is selected by name: the whole select is then one call
+        # to the JVM, where each column's expression was three, and the frame's columns asked again for each
         frames.append(
-            df.select(
+            spark.read.schema(schema)
+            .parquet(*group)
+            .select(
                 *[
-                    (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                    f.name
+                    if read.get(f.name) == f.dataType
+                    else (F.col(f.name) if f.name in read else F.lit(None)).cast(f.dataType).alias(f.name)
                     for f in target.fields
                 ]
             )

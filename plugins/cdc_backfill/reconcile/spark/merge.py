@@ -37,7 +37,9 @@ from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, UNCHANGED
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
+from cdc_backfill.reconcile.spark.sort_key import POSITION as SORT_POSITION
 from cdc_backfill.reconcile.spark.sort_key import sort_columns, sort_position
+from cdc_backfill.reconcile.spark.spans import inside_spans
 from cdc_backfill.reconcile.spark.winners import (
     FILL_ONLY_PRIORITY,
     HAD_PREVIOUS,
@@ -207,7 +209,7 @@ def reads_beside_stream(
     no_mark = F.lit(None).cast("boolean").alias(INSIDE)
     reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
     if spans is not None:
-        inside = inside_spans(F.col(key[0]), sort_position(), spans)
+        inside = inside_spans(key[0], SORT_POSITION, spans)
         return [stream.select("*", inside.alias(INSIDE)), reads_placed]
     windows_of = F.broadcast(
         placed.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)], "_cdc_low", "_cdc_high")
@@ -217,21 +219,6 @@ def reads_beside_stream(
     inside = (p > F.col("_cdc_low")) & (p < F.col("_cdc_high"))
     marked = stream.join(windows_of, same, "left").select(*stream.columns, inside.alias(INSIDE))
     return [marked, reads_placed]
-
-
-def inside_spans(key: Column, position: Column, spans: Sequence[ReadSpan]) -> Column:
-    """True where ``key`` is in a span's key range and ``position`` strictly inside its window (``spans``
-    sorted and apart): a binary search written as nested conditions, a few comparisons a row."""
-    if not spans:
-        return F.lit(False)
-    if len(spans) == 1:
-        s = spans[0]
-        in_range = (key >= F.lit(s.least)) & (key <= F.lit(s.greatest))
-        return in_range & (position > F.lit(bytearray(s.low))) & (position < F.lit(bytearray(s.high)))
-    mid = len(spans) // 2
-    return F.when(key < F.lit(spans[mid].least), inside_spans(key, position, spans[:mid])).otherwise(
-        inside_spans(key, position, spans[mid:])
-    )
 
 
 def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
