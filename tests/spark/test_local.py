@@ -74,3 +74,25 @@ def test_many_local_files_are_listed_without_a_job(spark, tmp_path) -> None:  # 
     # what the setting saves: Spark's own read of the same paths lists them in a job
     _, jobs = jobs_while(spark, "listed-by-a-job", lambda: spark.read.schema(schema).parquet(*paths))
     assert jobs == 1
+
+
+def test_files_without_a_schema_are_read_with_the_one_spark_infers_without_its_job(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every Arrow type a snapshot chunk stores (``pgtypes.arrow_type``): the schema read from the first
+    file's footer is the one Spark's inference finds, and no Spark job reads the footer."""
+    import datetime as dt
+    from decimal import Decimal
+
+    table = pa.table({
+        "s": pa.array([1], pa.int16()), "i": pa.array([1], pa.int32()), "l": pa.array([1], pa.int64()),
+        "r": pa.array([1.5], pa.float32()), "d": pa.array([1.5], pa.float64()), "b": pa.array([True]),
+        "day": pa.array([dt.date(2024, 1, 2)]), "n": pa.array([Decimal("1.25")], pa.decimal128(12, 2)),
+        "ts": pa.array([dt.datetime(2024, 1, 2, 3)], pa.timestamp("us")),
+        "tz": pa.array([dt.datetime(2024, 1, 2, 3, tzinfo=dt.UTC)], pa.timestamp("us", tz="UTC")),
+        "t": pa.array(["x"]), "bin": pa.array([b"\x00"], pa.binary()),
+    })  # fmt: skip
+    path = str(tmp_path / "chunk.parquet")
+    pq.write_table(table.replace_schema_metadata({"cdc.collection": "public.t"}), path)
+    df, jobs = jobs_while(spark, "schema-from-the-footer", lambda: parquet_files(spark, [path]))
+    assert jobs == 0
+    assert df.schema == spark.read.parquet(path).schema
+    assert df.collect() == spark.read.parquet(path).collect()
