@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,14 @@ from cdc_backfill.eventlog.spark.rows import (
     signal_schema,
 )
 from cdc_backfill.eventlog.store import read_schema
+from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
+from cdc_backfill.reconcile.signal_files import carried_signal_files, landed_signal_rows
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
+from cdc_backfill.reconcile.windows import SignalRow
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.local import empty_frame
 from cdc_backfill.spark.session import size_shuffle
@@ -145,7 +148,7 @@ def reconcile_one(
     totals = landed.totals(r.collection, signal_table, r.meta.position)
     result = reconcile_run(
         r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests, by_file=True,
-        totals=totals,
+        totals=totals, read_signals=signals_reader(landing, r, signal_table, landed.files),
     )  # fmt: skip
     log.info("%s: writing the state", r.collection)
     version = write_version(
@@ -176,6 +179,19 @@ def write_run_record(state_dir: Path, landing: Path, summary: dict[str, Any]) ->
     stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
     record = {**summary, "landing": str(landing.resolve())}
     (out_dir / f"{stamp}.json").write_text(json.dumps(record, indent=2))
+
+
+def signals_reader(
+    landing: Path, run: RunInput, signal_table: str, log_files: list[str]
+) -> Callable[[], list[SignalRow]] | None:
+    """The run's signal rows read without Spark (``reconcile.signal_files``); None where its carry is in
+    the earlier format, which Spark reads."""
+    carried = carried_signal_files(run.carry)
+    if carried is None:
+        return None
+    after = position_key(tuple(run.meta.position)) if run.meta.position is not None else None
+    files = collection_log_files(landing, signal_table, log_files)
+    return lambda: landed_signal_rows(files, carried, after)
 
 
 def run_rows(

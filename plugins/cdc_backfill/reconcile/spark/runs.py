@@ -38,7 +38,7 @@ from cdc_backfill.reconcile.spark.merge import (
 )
 from cdc_backfill.reconcile.spark.phantoms import PHANTOM, phantom
 from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
-from cdc_backfill.reconcile.windows import Window, closed_chunks, find_windows, run_marks
+from cdc_backfill.reconcile.windows import SignalRow, Window, closed_chunks, find_windows, run_marks
 from cdc_backfill.signals.marks import Mark
 from cdc_backfill.spark.local import parquet_files
 from cdc_backfill.spark.positions import key_of_decimal_array, position_of
@@ -128,6 +128,7 @@ def reconcile_run(
     manifests: Iterable[str] = (),
     by_file: bool = False,
     totals: Mapping[str, Any] | None = None,
+    read_signals: Callable[[], list[SignalRow]] | None = None,
 ) -> RunResult:
     """Previous state + new log rows after its position + carry + READs not judged yet -> the next
     version. ``rows``/``signals``: the collection's and the signal collection's log rows of the roll
@@ -135,11 +136,12 @@ def reconcile_run(
     previous version did not read, where it read some (their rows at or before the position are in the
     state; only the others' are late).
 
-    A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues
-    one that collects the signal rows the windows come from (a few per chunk) and, where the roll
-    manifests do not count the run's events (``totals``), one over the new log rows, side by side;
-    then the state's write, which counts the state (and the READs applied) as it goes. The READ rows
-    per chunk come from the chunk files' footers.
+    A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues one
+    over the new log rows where the roll manifests do not count the run's events (``totals``), and one
+    that collects the signal rows the windows come from where the caller did not read them
+    (``read_signals``: those rows of ``signals`` and of the carry, from ``reconcile.signal_files``), side by
+    side; then the state's write, which counts the state (and the READs applied) as it goes. The READ
+    rows per chunk come from the chunk files' footers.
 
     ``by_file``: where only the keys the stream names change, the result holds only the rows of the
     previous version's files that hold one of those keys (and the new keys): the writer replaces those
@@ -150,12 +152,10 @@ def reconcile_run(
     """
     spark = rows.sparkSession
     new_rows, new_signals = new_input(run, rows, signals, frames)
-    # what the plan below needs, side by side: a Spark job is mostly the driver's scheduling, and the
-    # footers are file reads. The run's totals come from the roll manifests where they tell them, else
-    # from a job over the new log rows.
+    # what the plan below needs, side by side (a Spark job is mostly the driver's scheduling)
     given = totals
     collected, footers, totals = at_once(
-        lambda: signal_rows(new_signals), lambda: chunk_footers(run.chunks, key[0] if key else None),
+        read_signals or (lambda: signal_rows(new_signals)), lambda: chunk_footers(run.chunks, key[0] if key else None),
         lambda: given if given is not None else stream_totals(rows, signals, run.meta.position),
     )  # fmt: skip
     no_truncate = totals["truncates"] == 0 and (
