@@ -148,7 +148,8 @@ def merged_judging_reads(rows: DataFrame, columns: Sequence[PgColumn], key: Sequ
     winner = whole_row(columns, key)
     per_key = rows.groupBy(*key).agg(
         F.max_by(winner, F.when(priority != PRIORITY_READ, sort)).alias("_cdc_o"),
-        F.max_by(winner, F.when(priority == PRIORITY_READ, sort)).alias("_cdc_r"),
+        # a key's one READ row (the caller's rows have at most one): no ordering to keep beside it
+        F.first(F.when(priority == PRIORITY_READ, winner), ignorenulls=True).alias("_cdc_r"),
         F.max(F.col(INSIDE)).alias("_cdc_hit"),
         F.max(priority == PRIORITY_PREVIOUS).alias(HAD_PREVIOUS),
     )
