@@ -15,6 +15,11 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def spark_ident(name: str) -> str:
+    """A Spark SQL identifier in backticks, a backtick inside it doubled (for Spark SQL built as text)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def quoted_table(schema: str | None, name: str) -> str:
     """``"schema"."table"`` (``"table"`` without a schema), for SQL built as text."""
     return f"{quote_ident(schema)}.{quote_ident(name)}" if schema else quote_ident(name)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from cdc_backfill.names import spark_ident
 from cdc_backfill.reconcile.runs import ReadSpan
 
 
@@ -23,7 +24,7 @@ def inside_spans_sql(key: str, position: str, spans: Sequence[ReadSpan]) -> str:
     """:func:`inside_spans` as Spark SQL: a binary search written as nested conditions, a few comparisons
     a row. Keys are integers or text (``reconcile.runs.stream_spans``); text is written as its UTF-8
     bytes, so no character needs escaping."""
-    k, p = quoted(key), quoted(position)
+    k, p = spark_ident(key), spark_ident(position)
     if not spans:
         return "false"
     if len(spans) == 1:
@@ -37,10 +38,6 @@ def inside_spans_sql(key: str, position: str, spans: Sequence[ReadSpan]) -> str:
         f"CASE WHEN {k} < {key_sql(spans[mid].least)} THEN {inside_spans_sql(key, position, spans[:mid])}"
         f" ELSE {inside_spans_sql(key, position, spans[mid:])} END"
     )
-
-
-def quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def binary_sql(value: bytes) -> str:

@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from cdc_backfill.names import spark_ident
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.verify import forms
@@ -32,8 +33,7 @@ HASH_TYPE = T.DecimalType(38, 0)  # a sum of 60-bit hashes stays exact far beyon
 
 
 def _typed(col: PgColumn) -> Column:
-    name = col.name.replace("`", "``")
-    return F.col(f"`{name}`").cast(spark_type(col))
+    return F.col(spark_ident(col.name)).cast(spark_type(col))
 
 
 def _ntz_micros(c: Column) -> Column:
