@@ -43,15 +43,12 @@ def landed_signal_rows(
     """The :func:`wanted` rows of the signal collection's log ``files`` after the position key ``after``
     (None: all), and of the ``carried`` files (all of them: the previous run kept them for this one), by
     position."""
-    rows = [
-        r
-        for path, newer in [*((f, True) for f in files), *((f, False) for f in carried)]
-        for r in file_rows(path)
-        if wanted(r.op, r.id, r.type)
-        and r.position is not None
-        and (not newer or after is None or r.position > after)
+    newer = [
+        r for f in files for r in file_rows(f) if after is None or r.position is None or r.position > after
     ]
-    return sorted(rows, key=lambda r: r.position)
+    rows = [*newer, *(r for f in carried for r in file_rows(f))]
+    kept = [r for r in rows if r.position is not None and wanted(r.op, r.id, r.type)]
+    return sorted(kept, key=lambda r: r.position)
 
 
 def file_rows(path: LakePath) -> list[SignalRow]:

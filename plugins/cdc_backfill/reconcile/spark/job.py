@@ -31,8 +31,8 @@ from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
-from cdc_backfill.reconcile.signal_files import carried_signal_files, landed_signal_rows
-from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
+from cdc_backfill.reconcile.signal_files import landed_signal_rows
+from cdc_backfill.reconcile.spark.runs import RunFrames, read_run, reconcile_run
 from cdc_backfill.reconcile.windows import SignalRow
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.local import empty_frame
@@ -148,7 +148,7 @@ def reconcile_one(
     totals = landed.totals(r.collection, signal_table, r.meta.position)
     result = reconcile_run(
         r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests, by_file=True,
-        totals=totals, read_signals=signals_reader(landing, r, signal_table, landed.files),
+        totals=totals, read_signals=signals_reader(landing, r, frames, signal_table, landed.files),
     )  # fmt: skip
     log.info("%s: writing the state", r.collection)
     version = write_version(
@@ -182,11 +182,11 @@ def write_run_record(state_dir: Path, landing: Path, summary: dict[str, Any]) ->
 
 
 def signals_reader(
-    landing: Path, run: RunInput, signal_table: str, log_files: list[str]
+    landing: Path, run: RunInput, frames: RunFrames, signal_table: str, log_files: list[str]
 ) -> Callable[[], list[SignalRow]] | None:
     """The run's signal rows read without Spark (``reconcile.signal_files``); None where its carry is in
     the earlier format, which Spark reads."""
-    carried = carried_signal_files(run.carry)
+    carried = frames.carried_signals
     if carried is None:
         return None
     after = position_key(tuple(run.meta.position)) if run.meta.position is not None else None

@@ -24,6 +24,7 @@ from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
 from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_footers, next_meta, reads_once, stream_spans
+from cdc_backfill.reconcile.signal_files import carried_signal_files
 from cdc_backfill.reconcile.spark.merge import (
     ROW_OPS,
     after_position,
@@ -52,6 +53,7 @@ class RunFrames:
     carry_signals: DataFrame | None
     reads: DataFrame | None
     previous: DataFrame | None
+    carried_signals: list[Any] | None  # the carry's signal files ([]: none); None: of canonical events
 
 
 def read_run(
@@ -64,19 +66,18 @@ def read_run(
     """The previous version, its carry and the READ chunks not judged yet. A version written before
     positions were keys (``array<decimal(38,0)>``) and carries were log rows is read converted."""
     carry_rows = carry_signals = previous = None
-    if run.carry:
-        rows_dir, signals_dir = run.carry / CARRY_ROWS, run.carry / CARRY_SIGNALS
-        if rows_dir.is_dir():
-            carry_rows = spark.read.schema(log_schema(columns)).parquet(str(rows_dir))
-            carry_signals = spark.read.schema(signal_schema()).parquet(str(signals_dir))
-        else:  # canonical events
-            old = with_position_keys(spark.read.parquet(str(run.carry)), "position")
-            carry_rows = as_log_rows(old, run.collection, columns, key)
-            carry_signals = as_signal_rows(old, signal_table)
+    carried = carried_signal_files(run.carry)
+    if carried is None:  # canonical events
+        old = with_position_keys(spark.read.parquet(str(run.carry)), "position")
+        carry_rows = as_log_rows(old, run.collection, columns, key)
+        carry_signals = as_signal_rows(old, signal_table)
+    elif run.carry:
+        carry_rows = spark.read.schema(log_schema(columns)).parquet(str(run.carry / CARRY_ROWS))
+        carry_signals = spark.read.schema(signal_schema()).parquet(str(run.carry / CARRY_SIGNALS))
     if run.previous is not None:
         previous = with_position_keys(read_version(spark, run.previous), "_cdc_position")
     reads = parquet_files(spark, [str(p) for p in run.chunks]) if run.chunks else None
-    return RunFrames(carry_rows, carry_signals, reads, previous)
+    return RunFrames(carry_rows, carry_signals, reads, previous, carried)
 
 
 def with_position_keys(df: DataFrame, column: str) -> DataFrame:
@@ -138,10 +139,9 @@ def reconcile_run(
 
     A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues one
     over the new log rows where the roll manifests do not count the run's events (``totals``), and one
-    that collects the signal rows the windows come from where the caller did not read them
-    (``read_signals``: those rows of ``signals`` and of the carry, from ``reconcile.signal_files``), side by
-    side; then the state's write, which counts the state (and the READs applied) as it goes. The READ
-    rows per chunk come from the chunk files' footers.
+    that collects the signal rows the windows come from where the caller did not read them (with
+    ``read_signals``), side by side; then the state's write, which counts the state (and the READs
+    applied) as it goes. The READ rows per chunk come from the chunk files' footers.
 
     ``by_file``: where only the keys the stream names change, the result holds only the rows of the
     previous version's files that hold one of those keys (and the new keys): the writer replaces those
