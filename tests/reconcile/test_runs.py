@@ -143,8 +143,8 @@ def test_the_stream_is_marked_by_spans_only_where_they_tell_a_keys_chunk(tmp_pat
     spans = {"c2": (5, 9), "c1": (1, 4), "c3": (10, 12), "c4": (13, 14)}  # c4: no window found
     ids = [PgColumn("id", "bigint", 20), PgColumn("v", "text", 25)]
     assert stream_spans(spans, wins, ids, ["id"]) == [
-        ReadSpan(1, 4, b"\x0a", b"\x14"),  # by least key; only closed windows
-        ReadSpan(5, 9, b"\x1e", b"\x28"),
+        ReadSpan("c1", 1, 4, b"\x0a", b"\x14"),  # by least key; only closed windows
+        ReadSpan("c2", 5, 9, b"\x1e", b"\x28"),
     ]
     assert stream_spans({"c1": ("a", "c"), "c2": ("d", "d")}, wins, [PgColumn("id", "text", 25)], ["id"])
     assert stream_spans({"c1": (1, 5), "c2": (5, 9)}, wins, ids, ["id"]) is None  # a key in two chunks

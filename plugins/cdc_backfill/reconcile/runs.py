@@ -308,6 +308,7 @@ def key_range(footer: Any, column: str | None) -> tuple[Any, Any] | None:
 class ReadSpan(NamedTuple):
     """A closed chunk's keys (the least and greatest, from its file's footer) and its window."""
 
+    chunk: str
     least: Any
     greatest: Any
     low: bytes
@@ -323,7 +324,7 @@ def read_spans(spans: Mapping[str, tuple[Any, Any] | None], windows: Sequence[An
         return None
     closed = {w.chunk_id: w for w in windows if w.high is not None}
     found = [
-        ReadSpan(span[0], span[1], closed[chunk].low, closed[chunk].high)
+        ReadSpan(chunk, span[0], span[1], closed[chunk].low, closed[chunk].high)
         for chunk, span in spans.items()
         if span is not None and chunk in closed
     ]

@@ -10,7 +10,7 @@ import pytest
 import cdc_backfill.reconcile.spark.runs as spark_runs
 from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.job import reconcile_landing
-from cdc_backfill.reconcile.spark.spans import inside_spans, inside_spans_sql, key_sql
+from cdc_backfill.reconcile.spark.spans import inside_spans, inside_spans_sql, key_sql, window_high
 from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.state.table import current_version
 from tests.support.judge import columns_of, keyed_state, source_state
@@ -65,9 +65,9 @@ def test_a_span_s_key_reads_back_as_itself_in_spark_sql(spark, value) -> None:  
 
 def test_the_spans_condition_marks_keys_in_a_span_and_positions_inside_its_window(spark) -> None:  # type: ignore[no-untyped-def]
     spans = [
-        ReadSpan(1, 3, b"\x01", b"\x05"),
-        ReadSpan(5, 9, b"\x03", b"\x07"),
-        ReadSpan(12, 12, b"\x00", b"\x09"),
+        ReadSpan("c1", 1, 3, b"\x01", b"\x05"),
+        ReadSpan("c2", 5, 9, b"\x03", b"\x07"),
+        ReadSpan("c3", 12, 12, b"\x00", b"\x09"),
     ]
     rows = [(k, bytearray([p])) for k in range(0, 14) for p in range(0, 10)]
     frame = spark.createDataFrame(rows, "id long, `p os` binary")
@@ -80,3 +80,14 @@ def test_the_spans_condition_marks_keys_in_a_span_and_positions_inside_its_windo
     }
     assert {(r.id, r["p os"][0]) for r in marked} == expected
     assert inside_spans_sql("id", "p", []) == "false"
+
+
+def test_a_read_row_takes_the_high_of_its_chunk_s_closed_window(spark) -> None:  # type: ignore[no-untyped-def]
+    """READ rows take their window's high from the spans, by chunk id (any text); a chunk the spans do
+    not name (its window open or not found) gives null: its rows wait."""
+    spans = [ReadSpan("s1-0", 1, 3, b"\x01", b"\x05"), ReadSpan("it's`\nü", 5, 9, b"\x03", b"\x07")]
+    rows = [("s1-0",), ("it's`\nü",), ("s1-2",)]
+    frame = spark.createDataFrame(rows, "`chunk id` string")
+    got = {r[0]: r[1] for r in frame.select("`chunk id`", window_high("chunk id", spans)).collect()}
+    assert got == {"s1-0": b"\x05", "it's`\nü": b"\x07", "s1-2": None}
+    assert frame.select(window_high("chunk id", [])).collect()[0][0] is None

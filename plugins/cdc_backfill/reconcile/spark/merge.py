@@ -39,7 +39,7 @@ from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
 from cdc_backfill.reconcile.spark.sort_key import POSITION as SORT_POSITION
 from cdc_backfill.reconcile.spark.sort_key import sort_columns, sort_position
-from cdc_backfill.reconcile.spark.spans import inside_spans
+from cdc_backfill.reconcile.spark.spans import inside_spans, window_high
 from cdc_backfill.reconcile.spark.winners import (
     FILL_ONLY_PRIORITY,
     HAD_PREVIOUS,
@@ -204,13 +204,16 @@ def reads_beside_stream(
     ``spans`` (``reconcile.runs.stream_spans``): the closed chunks' key ranges and windows, where they tell
     which chunk a key's READ row is in; then the stream is marked by comparing its key and position with
     them, with no join: no broadcast of the READ rows' keys for the driver to build before the merge
-    starts (0.3 s of a 1M-event run)."""
-    placed = in_windows(reads, wins)
+    starts (0.3 s of a 1M-event run); and the READ rows take their window's high from them the same way."""
     no_mark = F.lit(None).cast("boolean").alias(INSIDE)
-    reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
     if spans is not None:
+        high = window_high("_cdc_chunk_id", spans).alias("_cdc_high")
+        placed = reads.select("*", high).where(F.col("_cdc_high").isNotNull())
+        reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
         inside = inside_spans(key[0], SORT_POSITION, spans)
         return [stream.select("*", inside.alias(INSIDE)), reads_placed]
+    placed = in_windows(reads, wins)
+    reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
     windows_of = F.broadcast(
         placed.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)], "_cdc_low", "_cdc_high")
     )

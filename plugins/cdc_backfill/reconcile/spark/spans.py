@@ -40,6 +40,21 @@ def inside_spans_sql(key: str, position: str, spans: Sequence[ReadSpan]) -> str:
     )
 
 
+def window_high(chunk: str, spans: Sequence[ReadSpan]) -> Column:
+    """The high watermark of the window of the chunk the column ``chunk`` names, null for a chunk not in
+    ``spans`` (its window open or not found: its READ rows wait). An expression where the READ rows are
+    read: a join with the windows' local relation is a broadcast of its own the driver plans and runs
+    before the merge starts."""
+    return F.expr(window_high_sql(chunk, spans))
+
+
+def window_high_sql(chunk: str, spans: Sequence[ReadSpan]) -> str:
+    if not spans:
+        return "CAST(NULL AS BINARY)"
+    cases = " ".join(f"WHEN {key_sql(s.chunk)} THEN {binary_sql(s.high)}" for s in spans)
+    return f"CASE {spark_ident(chunk)} {cases} END"
+
+
 def binary_sql(value: bytes) -> str:
     return f"X'{bytes(value).hex()}'"
 
