@@ -1,6 +1,6 @@
 """docs/design.md §6 as DataFrame -> DataFrame functions (one collection at a time, typed columns).
 
-    signal rows --windows()---------------------------------.  (found on the driver: reconcile.windows)
+    signal rows --find_windows()----------------------------.  (found on the driver: reconcile.windows)
     log rows --typed_stream(columns)--> stream rows --------+--> merged_keys() --kept_keys()--> state
     READ chunks --judged_reads(windows, stream)--read_rows()-'
     previous state --previous_rows()------------------------'
@@ -83,11 +83,6 @@ def window_frame(spark: SparkSession, found: Sequence[Window]) -> DataFrame:
     rows = [Row(_cdc_chunk_id=w.chunk_id, _cdc_for=w.collection, _cdc_signal=w.snapshot, _cdc_low=w.low,
                 _cdc_high=w.high) for w in found]  # fmt: skip
     return local_frame(spark, rows, WINDOW_SCHEMA)
-
-
-def windows(signals: DataFrame) -> DataFrame:
-    """Every window opened in the signal collection's log rows, as :func:`window_frame` gives them."""
-    return window_frame(signals.sparkSession, find_windows(signal_rows(signals)))
 
 
 def window_chunk_id() -> Column:
@@ -192,7 +187,7 @@ def placed_reads(df: DataFrame, columns: Sequence[PgColumn], at: str, priority: 
 
 def reads_beside_stream(
     reads: DataFrame,
-    wins: DataFrame,
+    found: Sequence[Window],
     stream: DataFrame,
     columns: Sequence[PgColumn],
     key: Sequence[str],
@@ -212,7 +207,7 @@ def reads_beside_stream(
         reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
         inside = inside_spans(key[0], SORT_POSITION, spans)
         return [stream.select("*", inside.alias(INSIDE)), reads_placed]
-    placed = in_windows(reads, wins)
+    placed = in_windows(reads, window_frame(stream.sparkSession, found))
     reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
     windows_of = F.broadcast(
         placed.select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)], "_cdc_low", "_cdc_high")
@@ -267,7 +262,6 @@ class ReconcileParts:
 
     keys: DataFrame  # merged_keys: the state's keys and the ones it lost
     stream: DataFrame  # the collection's row events, typed
-    windows: DataFrame  # every window found in this run's signal rows (carry included)
 
     @property
     def state(self) -> DataFrame:
@@ -282,7 +276,7 @@ def reconcile_parts(
     key: Sequence[str],
     previous: DataFrame | None = None,
     stream: DataFrame | None = None,
-    wins: DataFrame | None = None,
+    found: Sequence[Window] | None = None,
     touched_only: bool = False,
     key_changes: bool = False,
     left_out: int | None = None,
@@ -291,9 +285,10 @@ def reconcile_parts(
     reads_once: bool = False,
     spans: Sequence[ReadSpan] | None = None,
 ) -> ReconcileParts:
-    """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream`` and
-    ``wins``: ``typed_stream(rows, ...)`` and ``windows(signals)`` when the caller has them already
-    (the windows are a local frame, collected once).
+    """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream``:
+    ``typed_stream(rows, ...)`` when the caller has it already; ``found``: the windows of the signal rows
+    (``reconcile.windows.find_windows``) when the caller found them; made a local frame only where the
+    READ rows are joined with them (a local relation costs the driver 50-70 ms).
 
     ``touched_only``: the caller knows there are no READ rows and no truncate here. Then only the
     previous state's rows of keys the stream names are merged again; every other row is the same in
@@ -309,8 +304,8 @@ def reconcile_parts(
     :func:`reads_beside_stream`."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
-    if wins is None:
-        wins = windows(signals)
+    if found is None:
+        found = find_windows(signal_rows(signals))
     truncs = None if no_truncate else truncates(rows)
     if (
         reads is not None
@@ -320,13 +315,14 @@ def reconcile_parts(
         and left_out == 0
         and not key_changes
     ):
-        parts = reads_beside_stream(reads, wins, stream, columns, key, spans)
+        parts = reads_beside_stream(reads, found, stream, columns, key, spans)
         if previous is not None:
             parts.append(previous_rows(previous, columns).withColumn(INSIDE, F.lit(None).cast("boolean")))
         merged = reduce(DataFrame.unionByName, parts)
-        return ReconcileParts(merged_judging_reads(merged, columns, key), stream, wins)
+        return ReconcileParts(merged_judging_reads(merged, columns, key), stream)
     parts = [stream]
     if reads is not None:
+        wins = window_frame(stream.sparkSession, found)
         parts += read_rows(judged_reads(reads, wins, stream, truncs, key, few_reads), columns)
     untouched = None
     if previous is not None:
@@ -344,7 +340,7 @@ def reconcile_parts(
     keys = merged_keys(merged, truncs, columns, key, left_out)
     if untouched is not None:
         keys = keys.unionByName(as_kept_keys(untouched, columns))
-    return ReconcileParts(keys, stream, wins)
+    return ReconcileParts(keys, stream)
 
 
 def unknown_columns(previous: DataFrame) -> Column:

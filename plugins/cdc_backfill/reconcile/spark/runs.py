@@ -165,8 +165,6 @@ def reconcile_run(
     touched_only = frames.reads is None and frames.previous is not None and no_truncate
     window_rows = find_windows(collected)
     marks = run_marks(collected, run.collection, executes=run.debezium is not None)
-    # a local relation from here on: the judgement, the carry and the counts do not find them again
-    wins = window_frame(spark, window_rows)
     stream = typed_stream(new_rows, columns, key)
     snapshots = judge_snapshots(run, window_rows, marks, columns, key, position_of(totals["top"]), manifests)
     previous, replaced, kept_rows = frames.previous, None, 0
@@ -182,7 +180,7 @@ def reconcile_run(
     parts = reconcile_parts(
         new_rows, new_signals, frames.reads, columns, key, previous,
         # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
-        stream=stream, wins=wins, touched_only=touched_only, key_changes=totals["left_out"] > 0,
+        stream=stream, found=window_rows, touched_only=touched_only, key_changes=totals["left_out"] > 0,
         # a small run's merge is small: by column, without counting
         left_out=None if small else left_out_rows(totals, frames.carry_rows, previous),
         few_reads=reads_total <= FEW_READS, no_truncate=no_truncate, reads_once=reads_once(footers.key_ranges),
