@@ -543,6 +543,16 @@ def main() -> None:
         "rounds_seconds": {k: [round(t, 2) for t, _ in v] for k, v in rounds.items()},
     }
     report(f"reconcile_{args.events}", rows, meta)
+    # each round's pair beside the medians: the two drift apart as the JVM warms, and a ratio of medians
+    # can then differ from the rounds' own ratios
+    pairs = [a / b for (a, _), (b, _) in zip(rounds["log"], rounds["log_floor"], strict=True)]
+    print(
+        "(a) against (b) round by round: "
+        + ", ".join(
+            f"{a:.2f}/{b:.2f} s" for (a, _), (b, _) in zip(rounds["log"], rounds["log_floor"], strict=True)
+        )
+        + f"; their ratios {', '.join(f'{r:.2f}' for r in pairs)}x (median {statistics.median(pairs):.2f}x)"
+    )
     print(
         f"({json_mb:.0f} MB of JSON lines in {landing.files} files, {log_mb:.0f} MB of typed log; Spark session "
         f"start {t_start:.1f}s, not counted; CPU s: "
