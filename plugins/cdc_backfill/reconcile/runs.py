@@ -331,10 +331,10 @@ def read_spans(spans: Mapping[str, tuple[Any, Any] | None], windows: Sequence[An
     return sorted(found, key=lambda s: s.least)
 
 
-# chunks whose spans mark the stream by comparisons; more are joined: with the 100 chunks of the bench's
-# 10M events, the nested conditions made the merge's first stage 1.6x slower than the join (27.9 against
-# 17.3 s), with the 10 of 1M events 0.2 s faster
-SPANS_AT_MOST = 16
+# chunks whose spans mark the stream by a search (``reconcile.spark.spans``); more are joined. Measured up
+# to 100 (the bench's 10M events: 17.0 s against 18.8-19.3 s with the join); the SQL text of each step
+# names every chunk's least key, so it is not made for any number
+SPANS_AT_MOST = 1024
 
 
 def stream_spans(

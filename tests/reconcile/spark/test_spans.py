@@ -10,7 +10,7 @@ import pytest
 import cdc_backfill.reconcile.spark.runs as spark_runs
 from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.job import reconcile_landing
-from cdc_backfill.reconcile.spark.spans import inside_spans, inside_spans_sql, key_sql, window_high
+from cdc_backfill.reconcile.spark.spans import key_sql, marked_by_spans, window_high
 from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.state.table import current_version
 from tests.support.judge import columns_of, keyed_state, source_state
@@ -27,7 +27,7 @@ def test_marking_by_spans_equals_marking_by_join(
 ) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=500)
     landing = tmp_path / "landing"
-    snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=100, seed_value=5)  # at most 16 chunks
+    snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=100, seed_value=5)
     marked: list[int] = []
     spans = spark_runs.stream_spans
 
@@ -63,23 +63,42 @@ def test_a_span_s_key_reads_back_as_itself_in_spark_sql(spark, value) -> None:  
     assert spark.sql(f"SELECT {key_sql(value)} AS v").collect()[0].v == value
 
 
-def test_the_spans_condition_marks_keys_in_a_span_and_positions_inside_its_window(spark) -> None:  # type: ignore[no-untyped-def]
+def test_the_spans_mark_keys_in_a_span_and_positions_inside_its_window(spark) -> None:  # type: ignore[no-untyped-def]
     spans = [
         ReadSpan("c1", 1, 3, b"\x01", b"\x05"),
         ReadSpan("c2", 5, 9, b"\x03", b"\x07"),
         ReadSpan("c3", 12, 12, b"\x00", b"\x09"),
     ]
-    rows = [(k, bytearray([p])) for k in range(0, 14) for p in range(0, 10)]
+    rows = [(k, bytearray([p])) for k in [*range(0, 14), None] for p in range(0, 10)]
     frame = spark.createDataFrame(rows, "id long, `p os` binary")
-    marked = frame.where(inside_spans("id", "p os", spans)).collect()
+    marked = marked_by_spans(frame, "id", "p os", spans, "in").collect()
     expected = {
         (k, p)
         for k, p in ((k, p[0]) for k, p in rows)
         for s in spans
-        if s.least <= k <= s.greatest and s.low[0] < p < s.high[0]
+        if k is not None and s.least <= k <= s.greatest and s.low[0] < p < s.high[0]
     }
-    assert {(r.id, r["p os"][0]) for r in marked} == expected
-    assert inside_spans_sql("id", "p", []) == "false"
+    assert {(r.id, r["p os"][0]) for r in marked if r["in"]} == expected
+    assert all(r["in"] is not None for r in marked), "a null key is outside every span, not unknown"
+    assert marked_by_spans(frame, "id", "p os", [], "in").where("in").count() == 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 100])
+def test_the_search_finds_the_one_span_that_may_hold_a_key(spark, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Any number of spans, integer and text keys: a key is marked exactly when a span holds it (the
+    search finds the last span whose least key is at most the key, and never past the end)."""
+    spans = [ReadSpan(f"c{i}", 10 * i, 10 * i + 4, b"\x00", b"\xff") for i in range(n)]
+    keys = list(range(-3, 10 * n + 3))
+    held = {k for k in keys if any(s.least <= k <= s.greatest for s in spans)}
+    frame = spark.createDataFrame([(k, bytearray(b"\x01")) for k in keys], "k long, p binary")
+    assert {r.k for r in marked_by_spans(frame, "k", "p", spans, "in").where("in").collect()} == held
+
+    # text compares as Spark compares strings: by their UTF-8 bytes
+    words = [f"w{k:05d}" for k in keys] + ["", "w", "ü"]
+    text = [ReadSpan(s.chunk, f"w{s.least:05d}", f"w{s.greatest:05d}", s.low, s.high) for s in spans]
+    frame = spark.createDataFrame([(w, bytearray(b"\x01")) for w in words], "k string, p binary")
+    expected = {w for w in words if any(s.least <= w <= s.greatest for s in text)}
+    assert {r.k for r in marked_by_spans(frame, "k", "p", text, "in").where("in").collect()} == expected
 
 
 def test_a_read_row_takes_the_high_of_its_chunk_s_closed_window(spark) -> None:  # type: ignore[no-untyped-def]

@@ -39,7 +39,7 @@ from cdc_backfill.reconcile.runs import ReadSpan
 from cdc_backfill.reconcile.spark.key_changes import with_key_change_fills
 from cdc_backfill.reconcile.spark.sort_key import POSITION as SORT_POSITION
 from cdc_backfill.reconcile.spark.sort_key import sort_columns, sort_position
-from cdc_backfill.reconcile.spark.spans import inside_spans, window_high
+from cdc_backfill.reconcile.spark.spans import marked_by_spans, window_high
 from cdc_backfill.reconcile.spark.winners import (
     FILL_ONLY_PRIORITY,
     HAD_PREVIOUS,
@@ -205,8 +205,7 @@ def reads_beside_stream(
         high = window_high("_cdc_chunk_id", spans).alias("_cdc_high")
         placed = reads.select("*", high).where(F.col("_cdc_high").isNotNull())
         reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
-        inside = inside_spans(key[0], SORT_POSITION, spans)
-        return [stream.select("*", inside.alias(INSIDE)), reads_placed]
+        return [marked_by_spans(stream, key[0], SORT_POSITION, spans, INSIDE), reads_placed]
     placed = in_windows(reads, window_frame(stream.sparkSession, found))
     reads_placed = placed_reads(placed, columns, "_cdc_high", PRIORITY_READ).select("*", no_mark)
     windows_of = F.broadcast(
