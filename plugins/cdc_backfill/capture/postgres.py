@@ -74,6 +74,8 @@ log = logging.getLogger(__name__)
 # Fault injection for tests: the process kills itself (SIGKILL) at the named step.
 CRASH_ENV = "CDC_BACKFILL_CAPTURE_CRASH_AT"
 _RELID = struct.Struct(">I")
+# How long a stop waits for the rest of the transaction being read before it stops inside it.
+STOP_GRACE_SECONDS = 15.0
 
 
 @dataclass
@@ -155,8 +157,9 @@ class PostgresCapture:
             signal.signal(signal.SIGINT, self.request_stop)
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
-            self._stream(cur, marker, deadline)
-            self._roll_and_confirm(cur)
+            state = self._stream(cur, marker, deadline)
+            if not state.in_txn:  # stopped inside a transaction: nothing is rolled, all of it comes again
+                self._roll_and_confirm(cur)
         finally:
             self.sink.abandon()
             conn.close()
@@ -164,17 +167,31 @@ class PostgresCapture:
         log_summary(self.stats)
         return self.stats
 
-    def _stream(self, cur: Any, marker: str | None, deadline: float | None) -> None:
-        """Handle messages until the drain marker, or a stop between transactions; roll when due."""
+    def _stream(self, cur: Any, marker: str | None, deadline: float | None) -> TxnState:
+        """Handle messages until the drain marker, or a stop between transactions; roll when due.
+
+        A stop waits for the transaction being read to commit, but not for ever: a transaction whose
+        rest does not come within ``STOP_GRACE_SECONDS`` of the stop is left unread (the loop returns
+        inside it; nothing of the open file is confirmed, so all of it comes again on the next run)."""
         state = TxnState()
         last_feedback = time.monotonic()
+        stop_waited_since: float | None = None
         while True:
             msg = cur.read_message()
             if msg is None:
                 if not state.in_txn and self.sink.due:
                     self._roll_and_confirm(cur)
                 if self._stop and not state.in_txn:
-                    return
+                    return state
+                if self._stop:
+                    stop_waited_since = stop_waited_since or time.monotonic()
+                    if time.monotonic() - stop_waited_since > STOP_GRACE_SECONDS:
+                        log.warning(
+                            "stopping inside transaction %s (commit at %s): its rest did not come within"
+                            " %s s; what was not landed comes again on the next run",
+                            state.xid, lsn_text(state.commit_lsn), STOP_GRACE_SECONDS,
+                        )  # fmt: skip
+                        return state
                 if deadline is not None and time.monotonic() > deadline:
                     raise CaptureError("drain did not reach its marker in time")
                 if time.monotonic() - last_feedback > 10:
@@ -182,13 +199,14 @@ class PostgresCapture:
                     last_feedback = time.monotonic()
                 select.select([cur], [], [], 0.5)
                 continue
+            stop_waited_since = None
             if self._handle(msg.payload, msg.data_start, state, marker):
-                return
+                return state
             if not state.in_txn:
                 if self.sink.due:
                     self._roll_and_confirm(cur)
                 if self._stop:
-                    return
+                    return state
 
     # ------------------------------------------------------------ messages, decoded once
 

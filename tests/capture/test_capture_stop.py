@@ -1,0 +1,79 @@
+"""A stop while the capture reads a transaction: it waits for the commit, but not for ever.
+
+A real server sends a committed transaction whole, so the loop is fed here by a cursor that gives a
+transaction's begin and then nothing: the one case a real server cannot be made to show on demand.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Any
+
+import pytest
+
+from cdc_backfill.capture import postgres
+from cdc_backfill.capture.postgres import CaptureStats, PostgresCapture
+
+
+class _Message:
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+        self.data_start = 0
+
+
+class _Cursor:
+    """Gives its messages in turn, then nothing (as a read with no data does)."""
+
+    def __init__(self, *payloads: bytes) -> None:
+        self.payloads = list(payloads)
+        self.feedback: list[dict[str, Any]] = []
+
+    def read_message(self) -> _Message | None:
+        return _Message(self.payloads.pop(0)) if self.payloads else None
+
+    def fileno(self) -> int:  # select() waits on it: stdin's descriptor never becomes readable here
+        return 0
+
+    def send_feedback(self, **kw: Any) -> None:
+        self.feedback.append(kw)
+
+
+class _Sink:
+    due = False
+
+    def begin(self, st: Any) -> None:
+        pass
+
+    def commit(self, end_lsn: int) -> None:
+        pass
+
+
+def _begin(final_lsn: int, xid: int) -> bytes:
+    return b"B" + struct.pack(">QqI", final_lsn, 0, xid)
+
+
+def _commit(end_lsn: int) -> bytes:
+    return b"C" + struct.pack(">BQQq", 0, end_lsn - 1, end_lsn, 0)
+
+
+def _loop() -> PostgresCapture:
+    cap = PostgresCapture.__new__(PostgresCapture)  # the loop alone: no source, no landing
+    cap.sink, cap.stats, cap._skip_to, cap._relations, cap._stop = _Sink(), CaptureStats(), (0,), {}, True
+    return cap
+
+
+def test_a_stop_inside_a_transaction_whose_rest_never_comes_returns_inside_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(postgres, "STOP_GRACE_SECONDS", 0.3)
+    started = time.monotonic()
+    state = _loop()._stream(_Cursor(_begin(1000, 7)), None, None)
+    assert state.in_txn and state.xid == 7  # run() then rolls nothing: the whole transaction comes again
+    assert time.monotonic() - started < 10
+    assert "stopping inside transaction 7" in caplog.text
+
+
+def test_a_stop_between_transactions_returns_outside_them() -> None:
+    state = _loop()._stream(_Cursor(_begin(1000, 7), _commit(1010)), None, None)
+    assert not state.in_txn
