@@ -545,12 +545,11 @@ def main() -> None:
     report(f"reconcile_{args.events}", rows, meta)
     # each round's pair beside the medians: the two drift apart as the JVM warms, and a ratio of medians
     # can then differ from the rounds' own ratios
-    pairs = [a / b for (a, _), (b, _) in zip(rounds["log"], rounds["log_floor"], strict=True)]
+    seconds = [(a, b) for (a, _), (b, _) in zip(rounds["log"], rounds["log_floor"], strict=True)]
+    pairs = [a / b for a, b in seconds]
     print(
         "(a) against (b) round by round: "
-        + ", ".join(
-            f"{a:.2f}/{b:.2f} s" for (a, _), (b, _) in zip(rounds["log"], rounds["log_floor"], strict=True)
-        )
+        + ", ".join(f"{a:.2f}/{b:.2f} s" for a, b in seconds)
         + f"; their ratios {', '.join(f'{r:.2f}' for r in pairs)}x (median {statistics.median(pairs):.2f}x)"
     )
     print(
