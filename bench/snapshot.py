@@ -2,9 +2,10 @@
 updating the table, next to PostgreSQL's own ``COPY (SELECT ...) TO STDOUT`` of the same table in the
 same run; peak memory (RSS) of the engine process for each size. Each run is timed twice: as a whole
 process (Python's start, imports and planning included), and as its reading, the rate ``snapshot
-status`` reports (from the first range's start to the last chunk's progress record).
+status`` reports (from the first range's start to the last chunk's progress record). The references
+and the engine's runs are taken in turn for ``--rounds`` rounds; each figure is the rounds' median.
 
-    python -m bench.snapshot --rows 1000000 [--rows 10000000]
+    python -m bench.snapshot --rows 1000000 [--rows 10000000] [--chunk-compression zstd]
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,13 +82,13 @@ class Writer(threading.Thread):
         conn.close()
 
 
-def run_engine(url: str, landing: Path, readers: int) -> tuple[float, int]:
+def run_engine(url: str, landing: Path, readers: int, compression: str) -> tuple[float, int]:
     """(seconds, peak RSS in bytes) of ``snapshot run --once`` as its own process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "cdc_backfill.cli", "snapshot", "run", "--source", url, "--landing", str(landing),
-         "--once", "--readers", str(readers)],
+         "--once", "--readers", str(readers), "--chunk-compression", compression],
         check=True, capture_output=True, env={**os.environ, "CDC_BACKFILL_LOG_LEVEL": "WARNING"},
     )  # fmt: skip
     seconds = time.perf_counter() - t0
@@ -94,12 +96,63 @@ def run_engine(url: str, landing: Path, readers: int) -> tuple[float, int]:
     return seconds, max(peak, before) * 1024
 
 
+CASES = ((1, False), (2, False), (1, True), (2, True))  # (readers, a writer running)
+
+
+def copy_references(url: str, n: int) -> dict[str, float]:
+    """Seconds of each reference ``COPY``: CSV and binary, without and with the writer."""
+    refs = {"csv": copy_reference(url), "binary": copy_reference(url, "binary")}
+    writer = Writer(url, n)
+    writer.start()
+    try:
+        refs["csv busy"], refs["binary busy"] = copy_reference(url), copy_reference(url, "binary")
+    finally:
+        writer.stop.set()
+        writer.join()
+    return refs
+
+
+def engine_round(
+    url: str, store: SignalStore, n: int, tag: str, args: argparse.Namespace
+) -> dict[tuple, dict]:
+    """One run of the engine per case: whole-process seconds, its reading, peak RSS, writer updates, bytes."""
+    out = {}
+    for readers, with_writer in CASES:
+        landing = Path(tempfile.mkdtemp(prefix="cdc-bench-snap-"))
+        signal_id = f"bench-{n}-{tag}-{readers}-{int(with_writer)}"
+        store.send(Signal(signal_id, "execute-snapshot", ("public.items",), "incremental",
+                          chunk_size=args.chunk_size))  # fmt: skip
+        writer = Writer(url, n)
+        if with_writer:
+            writer.start()
+        try:
+            seconds, peak = run_engine(url, landing, readers, args.chunk_compression)
+        finally:
+            writer.stop.set()
+            if with_writer:
+                writer.join()
+        size = sum(f.stat().st_size for f in landing.rglob("*.parquet"))
+        shutil.rmtree(landing, ignore_errors=True)
+        [status] = summarize(read_progress(store.engine, store.schema, signal_id))
+        out[(readers, with_writer)] = {"seconds": seconds, "reading": status.rows / status.rate, "peak": peak,
+                                       "ops": writer.ops, "bytes": size, "rows": status.rows}  # fmt: skip
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, action="append", help="table sizes (default 1000000)")
     ap.add_argument("--chunk-size", type=int, help="rows per chunk (default: none, the engine sizes them)")
+    ap.add_argument(
+        "--chunk-compression", default="auto", help="the engine's (default auto: none on a local landing)"
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="rounds of every measure; medians reported (default 3)"
+    )
     args = ap.parse_args()
-    rows_out, meta = [], {"chunk_size": args.chunk_size or "engine's own (grows from 4096)"}
+    rows_out: list[dict] = []
+    meta = {"chunk_size": args.chunk_size or "engine's own (grows from 4096)", "rounds": args.rounds,
+            "chunk_compression": args.chunk_compression}  # fmt: skip
     for n in args.rows or [1_000_000]:
         with EmbeddedPostgres(settings={"fsync": "off", "shared_buffers": "512MB"}) as pg:
             engine = sa.create_engine(pg.url)
@@ -107,52 +160,48 @@ def main() -> None:
             engine.dispose()
             store = SignalStore(pg.url)
             store.init()
-            t_copy, t_binary = copy_reference(pg.url), copy_reference(pg.url, "binary")
-            writer = Writer(pg.url, n)
-            writer.start()
-            t_copy_busy, t_binary_busy = copy_reference(pg.url), copy_reference(pg.url, "binary")
-            writer.stop.set()
-            writer.join()
-            for readers, with_writer in ((1, False), (2, False), (1, True), (2, True)):
-                landing = Path(tempfile.mkdtemp(prefix="cdc-bench-snap-"))
-                signal_id = f"bench-{n}-{readers}-{int(with_writer)}"
-                store.send(Signal(signal_id, "execute-snapshot", ("public.items",), "incremental",
-                                  chunk_size=args.chunk_size))  # fmt: skip
-                writer = Writer(pg.url, n)
-                if with_writer:
-                    writer.start()
-                try:
-                    seconds, peak = run_engine(pg.url, landing, readers)
-                finally:
-                    writer.stop.set()
-                    if with_writer:
-                        writer.join()
-                size = sum(f.stat().st_size for f in landing.rglob("*.parquet"))
-                shutil.rmtree(landing, ignore_errors=True)
-                ref = t_copy_busy if with_writer else t_copy
-                ref_binary = t_binary_busy if with_writer else t_binary
-                [status] = summarize(read_progress(store.engine, store.schema, signal_id))
-                reading = status.rows / status.rate
+            # the references and the engine's runs taken in turn, round after round, so that a slow
+            # minute of the machine falls on both
+            refs_rounds, runs = [], []
+            for r in range(args.rounds):
+                refs_rounds.append(copy_references(pg.url, n))
+                runs.append(engine_round(pg.url, store, n, str(r), args))
+            refs = {k: statistics.median(rd[k] for rd in refs_rounds) for k in refs_rounds[0]}
+            for case in CASES:
+                readers, with_writer = case
+                got = [rd[case] for rd in runs]
+                seconds = statistics.median(g["seconds"] for g in got)
+                reading = statistics.median(g["reading"] for g in got)
+                ref = refs["csv busy" if with_writer else "csv"]
+                ref_binary = refs["binary busy" if with_writer else "binary"]
+                by_round = ", ".join(
+                    f"{rd['csv busy' if with_writer else 'csv'] / g['reading']:.2f}"
+                    for rd, g in zip(refs_rounds, got, strict=True)
+                )
                 rows_out.append({
                     "measure": f"snapshot {n:,} rows, {readers} reader(s), " + ("writer running" if with_writer else "no writer"),
                     "items": n, "seconds": seconds, "rate": n / seconds,
                     "reference": f"{ref / seconds:.2f} of COPY ({'with' if with_writer else 'no'} writer); "
-                                 f"peak RSS {peak / 2**20:.0f} MiB; {writer.ops:,} writer updates; {size / 1e6:.0f} MB Parquet",
+                                 f"peak RSS {max(g['peak'] for g in got) / 2**20:.0f} MiB; "
+                                 f"{statistics.median(g['ops'] for g in got):,.0f} writer updates; "
+                                 f"{statistics.median(g['bytes'] for g in got) / 1e6:.0f} MB Parquet",
                 })  # fmt: skip
-                rows_out.append({"measure": "    its reading (snapshot status)", "items": status.rows, "seconds": reading,
-                                 "rate": status.rate, "reference": f"{ref / reading:.2f} of COPY; "
-                                                                   f"{ref_binary / reading:.2f} of a binary COPY"})  # fmt: skip
-            rows_out.append({"measure": f"  reference: COPY (SELECT ... ORDER BY id), {n:,} rows", "items": n,
-                             "seconds": t_copy, "rate": n / t_copy})  # fmt: skip
-            rows_out.append({"measure": "  reference: the same COPY, writer running", "items": n,
-                             "seconds": t_copy_busy, "rate": n / t_copy_busy})  # fmt: skip
-            rows_out.append({"measure": "  reference: the same COPY (FORMAT binary)", "items": n,
-                             "seconds": t_binary, "rate": n / t_binary})  # fmt: skip
-            rows_out.append({"measure": "  reference: the same binary COPY, writer running", "items": n,
-                             "seconds": t_binary_busy, "rate": n / t_binary_busy})  # fmt: skip
+                rows_out.append({"measure": "    its reading (snapshot status)", "items": got[0]["rows"], "seconds": reading,
+                                 "rate": got[0]["rows"] / reading,
+                                 "reference": f"{ref / reading:.2f} of COPY ({by_round} round by round); "
+                                              f"{ref_binary / reading:.2f} of a binary COPY"})  # fmt: skip
+            for label, key in (("COPY (SELECT ... ORDER BY id), " + f"{n:,} rows", "csv"),
+                               ("the same COPY, writer running", "csv busy"),
+                               ("the same COPY (FORMAT binary)", "binary"),
+                               ("the same binary COPY, writer running", "binary busy")):  # fmt: skip
+                rows_out.append({"measure": f"  reference: {label}", "items": n, "seconds": refs[key],
+                                 "rate": n / refs[key]})  # fmt: skip
             meta[f"load_seconds_{n}"] = round(t_load, 1)
     report("snapshot", rows_out, meta)
-    print("(engine times include process start, planning and every chunk's two watermark commits)")
+    print(
+        f"(medians of {args.rounds} rounds; engine times include process start, planning and every chunk's two"
+        f" watermark commits; chunk files compressed: {args.chunk_compression})"
+    )
 
 
 def load_items(engine: sa.Engine, n: int) -> None:

@@ -210,10 +210,10 @@ def test_a_chunk_that_cannot_land_fails_its_collection_even_the_last_one(
     )
     land = range_reader.land_chunk
 
-    def full_disk(landing: Path, collection: str, chunk_id: str, table: object) -> Path:
+    def full_disk(landing: Path, shape: object, chunk_id: str, table: object, compression: str) -> Path:
         if 100 in table.column("id").to_pylist():  # type: ignore[attr-defined]
             raise OSError("No space left on device")
-        return land(landing, collection, chunk_id, table)  # type: ignore[arg-type]
+        return land(landing, shape, chunk_id, table, compression)  # type: ignore[arg-type]
 
     monkeypatch.setattr(range_reader, "land_chunk", full_disk)
     send(fresh_db, "s1", "public.t", chunk_size=10)

@@ -160,7 +160,7 @@ class CollectionRun:
         finally:
             conn.close()
         table = read_events(b"", shape, shape.chunk_table(), chunk_id, self.sig.id)
-        land_chunk(snapshot.landing, shape.collection, chunk_id, table)
+        land_chunk(snapshot.landing, shape, chunk_id, table, snapshot.chunk_compression)
         log.info("%s: empty: an empty chunk landed", shape.collection)
 
     def _finish(self) -> None:

@@ -33,7 +33,7 @@ from cdc_backfill.pg.connect import SESSION_OPTIONS
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import CollectionPlan
-from cdc_backfill.snapshot.chunks import remove_partial_chunks
+from cdc_backfill.snapshot.chunks import chunk_compression_for, remove_partial_chunks
 from cdc_backfill.snapshot.collection_run import CollectionRun
 from cdc_backfill.snapshot.control import Control, SignalControl
 from cdc_backfill.snapshot.faults import CRASH_ENV
@@ -58,14 +58,20 @@ class SnapshotEngine:
         readers: int = 1,
         signal_table: str | None = None,
         poll_seconds: float = 2.0,
+        chunk_compression: str = "auto",
         window_hook: Callable[[TableShape, list[str] | None], None] | None = None,
     ) -> None:
         """``window_hook`` is called inside every window, between the low watermark and the read: tests
-        use it to change rows exactly there."""
+        use it to change rows exactly there. ``chunk_compression``: of the chunk files
+        (``snapshot.chunks.CHUNK_COMPRESSIONS``; "auto": none on a local landing, zstd on S3)."""
         self.url = url
         self.window_hook = window_hook
         self.control_interval = 0.5  # seconds between two reads of the signals by the readers
         self.landing = lake_path(landing)
+        try:
+            self.chunk_compression = chunk_compression_for(self.landing, chunk_compression)
+        except ValueError as exc:
+            raise SnapshotError(str(exc)) from None
         self.readers = max(1, readers)
         self.poll_seconds = poll_seconds
         self.engine = source_engine(

@@ -189,7 +189,7 @@ class RangeReader:
         progress (``chunk_no`` chunks of the range done, ``rows`` rows read); a range a stop ended
         meanwhile keeps its status."""
         table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id, self.binary)
-        land_chunk(self.snapshot.landing, self.shape.collection, chunk_id, table)
+        land_chunk(self.snapshot.landing, self.shape, chunk_id, table, self.snapshot.chunk_compression)
         log.info(
             "%s range %s chunk %s: %s rows landed",
             self.shape.collection,
