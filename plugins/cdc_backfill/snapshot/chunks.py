@@ -3,7 +3,6 @@ landing them as one Parquet file (docs/design.md §4, steps 1 to 4)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.copybinary import BinaryRows, binary_table, last_key
+from cdc_backfill.pg.copyout import copy_out
 from cdc_backfill.pg.csvtext import last_fields, text_table
 from cdc_backfill.snapshot.shape import META_COLUMNS, SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable
@@ -30,13 +30,11 @@ def copy_rows(conn: Any, sql: str, params: dict[str, Any], binary: bool = False)
     """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) through ``COPY``, as CSV or
     in its ``binary`` format, and how many (``COPY``'s own count); commits, because the high watermark
     must commit after the read's transaction ended."""
-    buf = io.BytesIO()
     with conn.cursor() as cur:
         query = cur.mogrify(sql, params).decode()
-        cur.copy_expert(f"COPY ({query}) TO STDOUT WITH (FORMAT {'binary' if binary else 'csv'})", buf)
-        rows = cur.rowcount
+    data, rows = copy_out(conn, f"COPY ({query}) TO STDOUT WITH (FORMAT {'binary' if binary else 'csv'})")
     conn.commit()
-    return buf.getvalue(), rows
+    return data, rows
 
 
 def chunk_end(data: bytes, rows: int, ct: ChunkTable, binary: BinaryRows | None = None) -> list[str] | None:
