@@ -20,7 +20,7 @@ from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
-from cdc_backfill.spark.session import build_session
+from cdc_backfill.spark.session import build_session, stop_session
 
 log = logging.getLogger("cdc_backfill.ingest")
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         return 2
     finally:
-        spark.stop()
+        stop_session(spark)
     print(json.dumps(summary))
     if summary.get("nothing_landed"):  # a run that could not do what it was asked never reports success
         log.error("%s", summary["nothing_landed"])
