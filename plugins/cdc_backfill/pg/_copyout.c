@@ -5,7 +5,7 @@ snapshot chunk of 65,536 rows that was a third of the reader's own CPU, taken fr
 the chunk before. Here libpq's calls run on psycopg2's own connection (its PGconn pointer) and libpq:
 the functions are looked up by Python in the library psycopg2 was linked with and handed over once,
 so nothing here links libpq or needs its headers. The statement runs outside psycopg2, as a
-transaction of its own (psycopg2 has none open then: the caller commits before).
+transaction of its own (the caller, copyout.py, sends it here only when psycopg2 has none open).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -80,14 +80,16 @@ static PyObject *copy_out(PyObject *self, PyObject *args) {
         char *buf = NULL;
         int n = pq_get_copy_data(conn, &buf, 0);
         if (n > 0) {
-            if (len + (size_t)n > cap) {
+            /* out of memory: the rest is read and dropped, for a COPY left unread never ends */
+            if (!nomem && len + (size_t)n > cap) {
                 while (len + (size_t)n > cap) cap *= 2;
                 char *grown = realloc(out, cap);
-                if (!grown) { pq_freemem(buf); nomem = 1; ok = 0; break; }
-                out = grown;
+                if (grown) out = grown; else nomem = 1;
             }
-            memcpy(out + len, buf, (size_t)n);
-            len += (size_t)n;
+            if (!nomem) {
+                memcpy(out + len, buf, (size_t)n);
+                len += (size_t)n;
+            }
             pq_freemem(buf);
         } else if (n == -1) {
             break; /* the COPY is done: its result follows */
