@@ -48,7 +48,6 @@ from typing import Any
 import orjson
 import psutil
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from bench.common import report
 from cdc_backfill.capture.landing import LandingWriter
@@ -57,6 +56,7 @@ from cdc_backfill.eventlog.store import describe
 from cdc_backfill.eventlog.writer import LogWriter
 from cdc_backfill.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
 from cdc_backfill.pgtypes import PgColumn
+from cdc_backfill.snapshot.chunks import chunk_compression_for, land_chunk
 from cdc_backfill.snapshot.shape import TableShape
 
 log = logging.getLogger(__name__)
@@ -186,9 +186,6 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
     stream = _Stream(out, roll_mb << 20)
     shape = TableShape(COLLECTION, SCHEMA, TABLE, COLUMNS, ("id",), ("id",))
     schema = shape.arrow_schema()
-    chunk_dirs = [out.json / SNAPSHOT_DIR / COLLECTION, out.log / SNAPSHOT_DIR / COLLECTION]
-    for d in chunk_dirs:
-        d.mkdir(parents=True)
     n_chunks = (preexisting + chunk_size - 1) // chunk_size
     opens = {int((c + 1) * n / (n_chunks + 1)): c for c in range(n_chunks)}  # stream index -> chunk
     micros = preexisting
@@ -229,8 +226,9 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
             "_cdc_chunk_id": [chunk_id] * n_rows,
         }
         chunk_table = pa.Table.from_pydict(data, schema=schema)
-        for d in chunk_dirs:
-            pq.write_table(chunk_table, d / f"{chunk_id}.parquet", compression="zstd")
+        # as the snapshot engine lands them (on a local folder: uncompressed, the key's statistics only)
+        for root in (out.json, out.log):
+            land_chunk(root, shape, chunk_id, chunk_table, chunk_compression_for(root))
         out.chunks += 1
         out.read_rows += n_rows
 
@@ -252,7 +250,7 @@ def make_landing(folder: Path, n: int, chunk_size: int = 5000, roll_mb: int = 48
 def reuse_or_make_landing(folder: Path, n: int, chunk_size: int) -> Landing:
     """``make_landing`` once per folder: what it generated is described in ``bench-landing.json``."""
     described = folder / "bench-landing.json"
-    asked = [n, chunk_size, "json+log"]
+    asked = [n, chunk_size, "json+log", "chunks as landed"]  # one generated otherwise is refused
     if described.exists():
         doc = json.loads(described.read_text())
         if doc["asked"] == asked:

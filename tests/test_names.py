@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_backfill.names import collection_name, quote_ident, quoted_table, spark_ident, split_collection
+from cdc_backfill.names import (
+    collection_name,
+    quote_ident,
+    quoted_table,
+    spark_ident,
+    spark_string,
+    split_collection,
+)
 
 
 @pytest.mark.parametrize(
@@ -22,3 +29,4 @@ def test_identifiers_are_quoted_one_way() -> None:
     assert quote_ident('we"ird') == '"we""ird"'
     assert quoted_table("a.b", "c") == '"a.b"."c"' and quoted_table(None, "t") == '"t"'
     assert spark_ident("we`ird col") == "`we``ird col`"  # Spark SQL: backticks
+    assert spark_string("it's a\\b") == "'it\\'s a\\\\b'"  # Spark SQL's strings read backslash escapes

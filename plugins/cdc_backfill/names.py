@@ -20,6 +20,11 @@ def spark_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def spark_string(text: str) -> str:
+    """A Spark SQL string literal (for Spark SQL built as text): Spark's parser reads backslash escapes."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def quoted_table(schema: str | None, name: str) -> str:
     """``"schema"."table"`` (``"table"`` without a schema), for SQL built as text."""
     return f"{quote_ident(schema)}.{quote_ident(name)}" if schema else quote_ident(name)
