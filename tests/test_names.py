@@ -29,4 +29,4 @@ def test_identifiers_are_quoted_one_way() -> None:
     assert quote_ident('we"ird') == '"we""ird"'
     assert quoted_table("a.b", "c") == '"a.b"."c"' and quoted_table(None, "t") == '"t"'
     assert spark_ident("we`ird col") == "`we``ird col`"  # Spark SQL: backticks
-    assert spark_string("it's a\\b") == "'it\\'s a\\\\b'"  # Spark SQL's strings read backslash escapes
+    assert spark_string("it's a\\b") == "CAST(X'6974277320615c62' AS STRING)"  # its UTF-8 bytes: no escapes

@@ -21,8 +21,9 @@ def spark_ident(name: str) -> str:
 
 
 def spark_string(text: str) -> str:
-    """A Spark SQL string literal (for Spark SQL built as text): Spark's parser reads backslash escapes."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A Spark SQL string literal (for Spark SQL built as text), written as its UTF-8 bytes: whatever the
+    text holds, and whether or not the session reads backslash escapes in quoted strings."""
+    return f"CAST(X'{text.encode().hex()}' AS STRING)"
 
 
 def quoted_table(schema: str | None, name: str) -> str:

@@ -181,10 +181,8 @@ def placed_reads(df: DataFrame, columns: Sequence[PgColumn], at: str, priority: 
     have = {f.name: f.dataType for f in df.schema.fields}
     # a column of the chunk files already of its type is selected by name: each cast is calls to the JVM
     # while the driver plans (25 ms of a 1M-event run for 6 columns)
-    typed = [
-        n if have.get(n) == spark_type(c) else F.col(n).cast(spark_type(c)).alias(n)
-        for n, c in zip(names, columns, strict=True)
-    ]
+    wanted = [spark_type(c) for c in columns]
+    typed = [n if have.get(n) == t else F.col(n).cast(t).alias(n) for n, t in zip(names, wanted, strict=True)]
     return df.select(
         *typed,
         F.expr(f"named_struct({', '.join(f'{spark_string(n)}, true' for n in names)})").alias("_cdc_present"),

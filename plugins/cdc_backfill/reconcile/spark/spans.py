@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from cdc_backfill.names import spark_ident
+from cdc_backfill.names import spark_ident, spark_string
 from cdc_backfill.reconcile.runs import ReadSpan
 
 # per row during the search: how many spans have a least key at most the row's key (the last of them
@@ -108,4 +108,4 @@ def key_sql(value: int | str) -> str:
         raise TypeError(f"a chunk's key range of {type(value).__name__} cannot mark the stream")
     if isinstance(value, int):
         return str(value)
-    return f"CAST({binary_sql(value.encode())} AS STRING)"
+    return spark_string(value)
