@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,10 @@ def reconcile_one(
     """One collection's run, committed as its next state version; its summary."""
     t0 = time.time()
     log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
-    rows, signals = run_rows(spark, landing, r, columns, key, signal_table, landed.files)
+    rows = collection_rows(spark, landing, r.collection, log_schema(columns), landed.files)
+    # the signal rows as a frame only where the run needs one (it reads them without Spark); checked now
+    described_log_files(landing, signal_table, landed.files)
+    signals = partial(collection_rows, spark, landing, signal_table, signal_schema(), landed.files)
     unread = landed.unread(r.meta)
     # some read by the previous run too: only the others can hold late events
     fresh = None
@@ -205,17 +209,33 @@ def run_rows(
 ) -> tuple[Any, Any]:
     """The collection's and the signal collection's log rows in ``log_files`` (those of rolls landed
     after the state's position); an empty frame where there are none."""
-    out = []
-    for coll, target in ((run.collection, log_schema(columns)), (signal_table, signal_schema())):
-        paths = collection_log_files(landing, coll, log_files)
-        if not paths:
-            out.append(empty_frame(spark, target))
-            continue
-        doc = read_schema(landing, coll)
-        if doc is None:
-            raise LandingError(
-                f"{coll}: {len(paths)} log file(s) but no {log_schema_file(landing, coll)}: the landing zone "
-                "is incomplete; let the capture that wrote it run again (it rewrites what it has not confirmed)"
-            )
-        out.append(read_log_rows(spark, {v.version: v.columns for v in doc.versions}, paths, target))
-    return out[0], out[1]
+    return (
+        collection_rows(spark, landing, run.collection, log_schema(columns), log_files),
+        collection_rows(spark, landing, signal_table, signal_schema(), log_files),
+    )
+
+
+def collection_rows(
+    spark: SparkSession, landing: Path, collection: str, target: Any, log_files: list[str]
+) -> Any:
+    """One collection's log rows in ``log_files`` as the ``target`` schema; an empty frame where there
+    are none."""
+    paths, versions = described_log_files(landing, collection, log_files)
+    return read_log_rows(spark, versions, paths, target) if paths else empty_frame(spark, target)
+
+
+def described_log_files(
+    landing: Path, collection: str, log_files: list[str]
+) -> tuple[list[str], dict[int, Any]]:
+    """One collection's files among ``log_files`` and its schema's versions; LandingError for files
+    whose collection has no schema document."""
+    paths = collection_log_files(landing, collection, log_files)
+    if not paths:
+        return [], {}
+    doc = read_schema(landing, collection)
+    if doc is None:
+        raise LandingError(
+            f"{collection}: {len(paths)} log file(s) but no {log_schema_file(landing, collection)}: the landing "
+            "zone is incomplete; let the capture that wrote it run again (it rewrites what it has not confirmed)"
+        )
+    return paths, {v.version: v.columns for v in doc.versions}

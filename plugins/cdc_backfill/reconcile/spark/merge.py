@@ -245,7 +245,8 @@ def newer_than(position: Sequence[int] | None) -> Column:
 
 
 def after_position(rows: DataFrame, position: Sequence[int] | None) -> DataFrame:
-    return rows.where(newer_than(position))
+    # a first run's rows as they are: a filter that keeps everything is still a frame the driver analyses
+    return rows if position is None else rows.where(newer_than(position))
 
 
 def carry(rows: DataFrame, signals: DataFrame, pending: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -275,7 +276,7 @@ class ReconcileParts:
 
 def reconcile_parts(
     rows: DataFrame,
-    signals: DataFrame,
+    signals: DataFrame | None,
     reads: DataFrame | None,
     columns: Sequence[PgColumn],
     key: Sequence[str],
@@ -290,7 +291,8 @@ def reconcile_parts(
     reads_once: bool = False,
     spans: Sequence[ReadSpan] | None = None,
 ) -> ReconcileParts:
-    """``rows``: the collection's log rows; ``signals``: the signal collection's. ``stream``:
+    """``rows``: the collection's log rows; ``signals``: the signal collection's (None: the caller gives
+    ``found``). ``stream``:
     ``typed_stream(rows, ...)`` when the caller has it already; ``found``: the windows of the signal rows
     (``reconcile.windows.find_windows``) when the caller found them; made a local frame only where the
     READ rows are joined with them (a local relation costs the driver 50-70 ms).
@@ -310,6 +312,8 @@ def reconcile_parts(
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if found is None:
+        if signals is None:
+            raise ValueError("reconcile_parts: give the signal rows or the windows found in them")
         found = find_windows(signal_rows(signals))
     truncs = None if no_truncate else truncates(rows)
     if (

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -120,7 +121,7 @@ class RunResult:
 def reconcile_run(
     run: RunInput,
     rows: DataFrame,
-    signals: DataFrame,
+    signals: DataFrame | Callable[[], DataFrame],
     frames: RunFrames,
     columns: Sequence[PgColumn],
     key: Sequence[str],
@@ -149,14 +150,18 @@ def reconcile_run(
 
     ``totals``: what :func:`stream_totals` would count, when the caller knows it from the roll
     manifests (``reconcile.runs.LandedLog.totals``); then that job is not run.
-    """
+
+    ``signals``: or a function that returns them, called only where they are read (no ``read_signals``,
+    no ``totals``, windows to carry): a frame costs the driver its files' listing (25-30 ms at 1M events)."""
     spark = rows.sparkSession
-    new_rows, new_signals = new_input(run, rows, signals, frames)
+    signals_frame = cache((lambda: signals) if isinstance(signals, DataFrame) else signals)
+    new_rows = after_state(run, rows, frames.carry_rows)
+    new_signals = cache(lambda: after_state(run, signals_frame(), frames.carry_signals))
     # what the plan below needs, side by side (a Spark job is mostly the driver's scheduling)
     given = totals
     collected, footers, totals = at_once(
-        read_signals or (lambda: signal_rows(new_signals)), lambda: chunk_footers(run.chunks, key[0] if key else None),
-        lambda: given if given is not None else stream_totals(rows, signals, run.meta.position),
+        read_signals or (lambda: signal_rows(new_signals())), lambda: chunk_footers(run.chunks, key[0] if key else None),
+        lambda: given if given is not None else stream_totals(rows, signals_frame(), run.meta.position),
     )  # fmt: skip
     no_truncate = totals["truncates"] == 0 and (
         frames.carry_rows is None or truncates(frames.carry_rows).isEmpty()
@@ -178,7 +183,7 @@ def reconcile_run(
     reads_judged = sum(n for c, n in footers.rows.items() if c in closed)
     small = touched_only and totals["applied"] < SMALL_RUN
     parts = reconcile_parts(
-        new_rows, new_signals, frames.reads, columns, key, previous,
+        new_rows, None, frames.reads, columns, key, previous,
         # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
         stream=stream, found=window_rows, touched_only=touched_only, key_changes=totals["left_out"] > 0,
         # a small run's merge is small: by column, without counting
@@ -195,7 +200,7 @@ def reconcile_run(
     counts = run_counts(totals, snapshots, reads_total, reads_judged, fresh, run.meta.position)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
-    carried = carry(new_rows, new_signals, window_frame(spark, pending)) if pending else None
+    carried = carry(new_rows, new_signals(), window_frame(spark, pending)) if pending else None
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
     return RunResult(state, carried, counts, counted, meta, replaced, kept_rows)
@@ -241,16 +246,10 @@ def touched_files(version: StateVersion, stream: DataFrame, key: Sequence[str]) 
     return sorted(by_path[same_file(r[0])] for r in found)
 
 
-def new_input(
-    run: RunInput, rows: DataFrame, signals: DataFrame, frames: RunFrames
-) -> tuple[DataFrame, DataFrame]:
-    """The log rows and signal rows after the state's position, with what the previous run carried."""
-    new_rows = after_position(rows, run.meta.position)
-    new_signals = after_position(signals, run.meta.position)
-    if frames.carry_rows is not None and frames.carry_signals is not None:
-        new_rows = new_rows.unionByName(frames.carry_rows)
-        new_signals = new_signals.unionByName(frames.carry_signals)
-    return new_rows, new_signals
+def after_state(run: RunInput, rows: DataFrame, carried: DataFrame | None) -> DataFrame:
+    """Log rows (or signal rows) after the state's position, with those the previous run carried."""
+    new = after_position(rows, run.meta.position)
+    return new if carried is None else new.unionByName(carried)
 
 
 def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Mapping[str, Any]:
