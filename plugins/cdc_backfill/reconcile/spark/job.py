@@ -140,8 +140,8 @@ def reconcile_one(
     log.info("%s: %d READ chunks; judging READs and merging", r.collection, len(r.chunks))
     rows = collection_rows(spark, landing, r.collection, log_schema(columns), landed.files)
     # the signal rows as a frame only where the run needs one (it reads them without Spark); checked now
-    described_log_files(landing, signal_table, landed.files)
-    signals = partial(collection_rows, spark, landing, signal_table, signal_schema(), landed.files)
+    signal_files, signal_versions = described_log_files(landing, signal_table, landed.files)
+    signals = partial(log_rows_frame, spark, signal_files, signal_versions, signal_schema())
     unread = landed.unread(r.meta)
     # some read by the previous run too: only the others can hold late events
     fresh = None
@@ -220,7 +220,11 @@ def collection_rows(
 ) -> Any:
     """One collection's log rows in ``log_files`` as the ``target`` schema; an empty frame where there
     are none."""
-    paths, versions = described_log_files(landing, collection, log_files)
+    return log_rows_frame(spark, *described_log_files(landing, collection, log_files), target)
+
+
+def log_rows_frame(spark: SparkSession, paths: list[str], versions: dict[int, Any], target: Any) -> Any:
+    """Log files of one collection (``described_log_files``) as rows of ``target``; an empty frame for none."""
     return read_log_rows(spark, versions, paths, target) if paths else empty_frame(spark, target)
 
 

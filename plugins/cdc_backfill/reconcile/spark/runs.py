@@ -157,6 +157,8 @@ def reconcile_run(
     signals_frame = cache((lambda: signals) if isinstance(signals, DataFrame) else signals)
     new_rows = after_state(run, rows, frames.carry_rows)
     new_signals = cache(lambda: after_state(run, signals_frame(), frames.carry_signals))
+    if read_signals is None or totals is None:
+        signals_frame()  # read below, maybe by both calls at once: built once, before them
     # what the plan below needs, side by side (a Spark job is mostly the driver's scheduling)
     given = totals
     collected, footers, totals = at_once(
