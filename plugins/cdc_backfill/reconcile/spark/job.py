@@ -223,14 +223,14 @@ def collection_rows(
     return log_rows_frame(spark, *described_log_files(landing, collection, log_files), target)
 
 
-def log_rows_frame(spark: SparkSession, paths: list[str], versions: dict[int, Any], target: Any) -> Any:
+def log_rows_frame(spark: SparkSession, paths: list[Path], versions: dict[int, Any], target: Any) -> Any:
     """Log files of one collection (``described_log_files``) as rows of ``target``; an empty frame for none."""
     return read_log_rows(spark, versions, paths, target) if paths else empty_frame(spark, target)
 
 
 def described_log_files(
     landing: Path, collection: str, log_files: list[str]
-) -> tuple[list[str], dict[int, Any]]:
+) -> tuple[list[Path], dict[int, Any]]:
     """One collection's files among ``log_files`` and its schema's versions; LandingError for files
     whose collection has no schema document."""
     paths = collection_log_files(landing, collection, log_files)
