@@ -152,7 +152,7 @@ def reconcile_one(
     totals = landed.totals(r.collection, signal_table, r.meta.position)
     result = reconcile_run(
         r, rows, signals, frames, columns, key, fresh=fresh, manifests=landed.manifests, by_file=True,
-        totals=totals, read_signals=signals_reader(landing, r, frames, signal_table, landed.files),
+        totals=totals, read_signals=signals_reader(r, frames, signal_files),
     )  # fmt: skip
     log.info("%s: writing the state", r.collection)
     version = write_version(
@@ -186,16 +186,16 @@ def write_run_record(state_dir: Path, landing: Path, summary: dict[str, Any]) ->
 
 
 def signals_reader(
-    landing: Path, run: RunInput, frames: RunFrames, signal_table: str, log_files: list[str]
+    run: RunInput, frames: RunFrames, signal_files: list[Path]
 ) -> Callable[[], list[SignalRow]] | None:
-    """The run's signal rows read without Spark (``reconcile.signal_files``); None where its carry is in
-    the earlier format, which Spark reads."""
+    """The run's signal rows in ``signal_files`` (the signal collection's, ``described_log_files``) read
+    without Spark (``reconcile.signal_files``); None where its carry is in the earlier format, which Spark
+    reads."""
     carried = frames.carried_signals
     if carried is None:
         return None
     after = position_key(tuple(run.meta.position)) if run.meta.position is not None else None
-    files = collection_log_files(landing, signal_table, log_files)
-    return lambda: landed_signal_rows(files, carried, after)
+    return lambda: landed_signal_rows(signal_files, carried, after)
 
 
 def run_rows(
