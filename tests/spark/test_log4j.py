@@ -10,6 +10,7 @@ import pytest
 from cdc_backfill.spark.log4j import (
     DRIVER_JAVA_OPTIONS_ENV,
     FIRST_COMPILER_ONLY,
+    PARALLEL_GC,
     driver_java_options,
     with_driver_java_options,
 )
@@ -88,3 +89,13 @@ def test_a_small_ingest_is_printed_with_the_first_compiler_only(
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert f"{FIRST_COMPILER_ONLY}'" in res.stdout, res.stdout
+
+
+def test_the_throughput_collector_unless_the_user_names_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DRIVER_JAVA_OPTIONS_ENV, raising=False)
+    assert PARALLEL_GC in driver_java_options().split()
+    for theirs in ("-XX:+UseG1GC", "-Xss4m -XX:+UseSerialGC", "-XX:-UseParallelGC"):
+        monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, theirs)  # the JVM refuses two collectors
+        assert PARALLEL_GC not in driver_java_options().split(), theirs
+    monkeypatch.setenv(DRIVER_JAVA_OPTIONS_ENV, "-XX:MaxGCPauseMillis=100")  # not a collector
+    assert PARALLEL_GC in driver_java_options().split()
