@@ -56,7 +56,8 @@ from cdc_backfill.eventlog.store import describe
 from cdc_backfill.eventlog.writer import LogWriter
 from cdc_backfill.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.snapshot.chunks import chunk_compression_for, land_chunk
+from cdc_backfill.snapshot.chunks import land_chunk
+from cdc_backfill.snapshot.compression import chunk_compression_for
 from cdc_backfill.snapshot.shape import TableShape
 
 log = logging.getLogger(__name__)

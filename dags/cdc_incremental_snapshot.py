@@ -1,8 +1,8 @@
 """cdc_incremental_snapshot: snapshot tables while the source stays live, then rebuild and verify their state.
 
 Trigger it with the form: the tables (regexes of schema.table), an optional condition, surrogate key, chunk
-size, readers, the engine (native, or a Debezium connector reading the same signal table), where the
-stream comes from, the folders, verify yes or no. Tasks: validate -> signal -> snapshot (one per table)
+size, readers, the chunk files' compression, the engine (native, or a Debezium connector reading the same
+signal table), where the stream comes from, the folders, verify yes or no. Tasks: validate -> signal -> snapshot (one per table)
 -> drain the capture -> wait until the stream has passed the last window -> reconcile (spark-submit on
 the spark_default connection) -> verify. A snapshot stopped with cdc_stop_snapshot ends as skipped.
 """
@@ -32,6 +32,7 @@ def cdc_incremental_snapshot() -> None:
         surrogate_key="{{ params.surrogate_key }}",
         chunk_size="{{ params.chunk_size }}",
         readers="{{ params.readers }}",
+        chunk_compression="{{ params.chunk_compression }}",
         engine="{{ params.engine }}",
         capture="{{ params.capture }}",
         source_conn_id="{{ params.source_conn_id }}",

@@ -39,6 +39,7 @@ for entry in load_schedules(schedules_file(Path(__file__).parent)):
             surrogate_key=entry.surrogate_key or "",
             chunk_size=entry.chunk_size,
             readers=entry.readers,
+            chunk_compression=entry.chunk_compression,
             engine=entry.engine,
             capture=entry.capture,
             source_conn_id=entry.source_conn_id,

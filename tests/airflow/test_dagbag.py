@@ -53,8 +53,8 @@ def test_the_snapshot_dag_is_wired_and_its_form_is_described(airflow_db: str) ->
     for name, param in dag.params.items():
         assert param.description and param.schema.get("type"), name
     assert set(dag.params) == {
-        "collections", "condition", "surrogate_key", "chunk_size", "readers", "engine", "capture",
-        "source_conn_id", "landing_dir", "state_dir", "verify",
+        "collections", "condition", "surrogate_key", "chunk_size", "readers", "chunk_compression", "engine",
+        "capture", "source_conn_id", "landing_dir", "state_dir", "verify",
     }  # fmt: skip
 
 

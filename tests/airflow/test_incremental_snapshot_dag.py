@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.airflow.conftest import load_dag
@@ -65,6 +66,7 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
                 "collections": ["public\\.orders", "public\\.lines"],
                 "chunk_size": 37,
                 "readers": 2,
+                "chunk_compression": "zstd",  # on local disk "auto" would land them uncompressed
                 "source_conn_id": source_conn,
                 "landing_dir": str(landing),
                 "state_dir": str(state),
@@ -73,6 +75,11 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
         )
         states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
         assert run.state == "success", states
+        if isinstance(landing, Path):  # the form's compression reached the engine
+            chunks = sorted((landing / "snapshots").rglob("*.parquet"))
+            assert chunks and {
+                pq.ParquetFile(c).metadata.row_group(0).column(0).compression for c in chunks
+            } == {"ZSTD"}
         # the verify task again, writers still running, after one row of the state was changed by hand
         corrupt_one_row(state, "public.orders", QUIET)
         writers.wait_for_changes(20)

@@ -155,7 +155,11 @@ def test_a_form_is_normalised_once_into_a_typed_request() -> None:
             "landing_dir": " lake ", "state_dir": "state", "condition": "  "}  # fmt: skip
     request = plans.SnapshotRequest.from_form(form)
     assert request == plans.SnapshotRequest(
-        ("public\\.orders",), None, None, None, 4, "native", "drain", "lake", "state", False
+        ("public\\.orders",), None, None, None, 4, "auto", "native", "drain", "lake", "state", False
+    )
+    # the chunk files' compression, as the CLI's --chunk-compression takes it
+    assert (
+        plans.SnapshotRequest.from_form({**form, "chunk_compression": " ZSTD "}).chunk_compression == "zstd"
     )
     # no chunk size: the signal names none, and the engine sizes the chunks
     assert plans.SnapshotRequest.from_form({**form, "chunk_size": "None"}).chunk_size is None
@@ -166,6 +170,7 @@ def test_a_form_is_normalised_once_into_a_typed_request() -> None:
     for bad, message in (
         ({"readers": plans.MAX_READERS + 1}, f"readers must be between 1 and {plans.MAX_READERS}"),
         ({"engine": "kafka"}, "engine must be one of native, debezium"),
+        ({"chunk_compression": "lz4"}, "chunk_compression must be one of auto, none, zstd"),
         ({"landing_dir": ""}, "landing_dir and state_dir must be given"),
     ):
         with pytest.raises(ValueError, match=message):

@@ -15,6 +15,15 @@ def test_a_chunk_size_left_out_is_sized_by_the_engine_and_one_given_is_kept() ->
     assert parse_entry({**ENTRY, "chunk_size": 500}, "backfill 1").chunk_size == 500
 
 
+def test_a_chunk_compression_is_auto_unless_given_and_a_wrong_one_is_refused() -> None:
+    assert parse_entry(ENTRY, "backfill 1").chunk_compression == "auto"
+    assert parse_entry({**ENTRY, "chunk_compression": "zstd"}, "backfill 1").chunk_compression == "zstd"
+    with pytest.raises(
+        ScheduleError, match=r"backfill 1 \(orders_daily\): chunk_compression must be one of auto, "
+    ):
+        parse_entry({**ENTRY, "chunk_compression": "gzip"}, "backfill 1")
+
+
 @pytest.mark.parametrize(
     ("key", "value"), [("chunk_size", 0), ("chunk_size", True), ("chunk_size", "big"), ("readers", None)]
 )

@@ -280,7 +280,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
 
     @contextmanager
     def snapshot_engine(
-        self, landing: Path, readers: int, signal_id: str, collection: str
+        self, landing: Path, readers: int, signal_id: str, collection: str, chunk_compression: str = "auto"
     ) -> Iterator[ScopedSnapshotEngine]:
         """The native snapshot engine for one collection of one signal; its connections close on exit."""
         from cdc_backfill.airflow.engine import ScopedSnapshotEngine
@@ -289,6 +289,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
             self.require_source_url(),
             lake_path(landing),
             readers=readers,
+            chunk_compression=chunk_compression,
             signal_table=self.signal_table,
             signal_id=signal_id,
             collection=collection,

@@ -15,6 +15,7 @@ from typing import Any
 from cdc_backfill.signals.model import Signal, execute_snapshot, stop_snapshot
 from cdc_backfill.signals.states import FINISHED, rollup
 from cdc_backfill.signals.validate import CHUNK_MAX
+from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 from cdc_backfill.snapshot.progress import RangeProgress
 from cdc_backfill.spark.submit import reconcile_command
 from cdc_backfill.verify.steps import repair_command
@@ -98,8 +99,8 @@ def execute_signal(
 
 # A snapshot form's fields and their defaults (collections has none: it must be given).
 FORM_DEFAULTS: dict[str, Any] = {
-    "condition": None, "surrogate_key": None, "chunk_size": None, "readers": 1, "engine": "native",
-    "capture": "drain", "landing_dir": None, "state_dir": None, "verify": True,
+    "condition": None, "surrogate_key": None, "chunk_size": None, "readers": 1, "chunk_compression": "auto",
+    "engine": "native", "capture": "drain", "landing_dir": None, "state_dir": None, "verify": True,
 }  # fmt: skip
 FORM_FIELDS = ("collections", *FORM_DEFAULTS)
 
@@ -114,6 +115,7 @@ class SnapshotRequest:
     surrogate_key: str | None
     chunk_size: int | None  # None: the engine sizes the chunks (snapshot.sizing)
     readers: int
+    chunk_compression: str  # of the READ chunk files (snapshot.compression.chunk_compression_for)
     snapshot_by: str
     capture: str
     landing_dir: str
@@ -134,6 +136,7 @@ class SnapshotRequest:
             optional_text(v["surrogate_key"]),
             optional_int(v["chunk_size"], "chunk_size", 1, MAX_CHUNK_SIZE),
             as_int(v["readers"], "readers", 1, MAX_READERS),
+            one_of(v["chunk_compression"], "chunk_compression", CHUNK_COMPRESSIONS),
             one_of(v["engine"], "engine", ENGINES),
             one_of(v["capture"], "capture", CAPTURES),
             landing,

@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from cdc_backfill.airflow.plans import CAPTURES, ENGINES, MAX_CHUNK_SIZE, MAX_READERS
+from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 
 SCHEDULES_ENV = "CDC_BACKFILL_SCHEDULES"
 DAG_PREFIX = "cdc_scheduled_backfill__"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 _KNOWN = {
     "name", "schedule", "start_date", "catchup", "collections", "condition", "surrogate_key", "chunk_size",
-    "readers", "engine", "capture", "source_conn_id", "landing_dir", "state_dir", "reconcile", "verify",
-    "max_active_runs", "description",
+    "readers", "chunk_compression", "engine", "capture", "source_conn_id", "landing_dir", "state_dir",
+    "reconcile", "verify", "max_active_runs", "description",
 }  # fmt: skip
 
 
@@ -52,6 +53,7 @@ class BackfillSchedule:
     surrogate_key: str | None = None
     chunk_size: int | None = None  # None: the engine sizes the chunks
     readers: int = 1
+    chunk_compression: str = "auto"  # of the chunk files (snapshot.compression)
     engine: str = "native"
     capture: str = "drain"
     source_conn_id: str = ""
@@ -117,6 +119,11 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
             raise ScheduleError(f"{where} ({name}): {key} must be 1 to {hi:,}, not {value!r}")
     engine = raw.get("engine", "native")
     capture = raw.get("capture", "drain")
+    compression = raw.get("chunk_compression", "auto")
+    if compression not in CHUNK_COMPRESSIONS:
+        raise ScheduleError(
+            f"{where} ({name}): chunk_compression must be one of {', '.join(CHUNK_COMPRESSIONS)}"
+        )
     if engine not in ENGINES:
         raise ScheduleError(f"{where} ({name}): engine must be one of {', '.join(ENGINES)}")
     if capture not in CAPTURES:
@@ -137,6 +144,7 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
         surrogate_key=raw.get("surrogate_key") or None,
         chunk_size=chunk,
         readers=readers,
+        chunk_compression=compression,
         engine=engine,
         capture=capture,
         source_conn_id=str(raw.get("source_conn_id", "")),

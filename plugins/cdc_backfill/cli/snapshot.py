@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from cdc_backfill.config import require_source_url
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.snapshot.chunks import CHUNK_COMPRESSIONS
+from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 
 if TYPE_CHECKING:
     from cdc_backfill.snapshot.status import CollectionStatus

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.files import write_parquet
-from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_schema
+from cdc_backfill.lakepath import LakePath, lake_path, parquet_schema
 from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.copybinary import BinaryRows, binary_table, last_key
 from cdc_backfill.pg.copyout import copy_out
@@ -74,23 +74,6 @@ def read_events(
     for name, value in zip(META_COLUMNS, ("r", shape.collection, chunk_id), strict=True):
         table = table.append_column(name, repeated_string(value, n))
     return table.cast(shape.arrow_schema(signal))
-
-
-# How a chunk file is compressed: "auto" is none on a local landing, zstd on S3.
-CHUNK_COMPRESSIONS = ("auto", "none", "zstd")
-
-
-def chunk_compression_for(landing: LakePath, choice: str = "auto") -> str:
-    """The Parquet compression of the chunk files landed in ``landing``. A chunk file is read once, by
-    the reconcile, which writes the state compressed; on the bench's 2 cores with a writer busy,
-    compressing the chunks (zstd: half of a chunk file's writing) was up to a sixth of the snapshot's
-    time (1M rows, 2 readers: 0.92 s against 0.76 s), for a third of the bytes. A local landing therefore takes them as they are, an S3 one
-    (where every byte is uploaded) compressed."""
-    if choice not in CHUNK_COMPRESSIONS:
-        raise ValueError(f"chunk compression {choice!r}: one of {', '.join(CHUNK_COMPRESSIONS)}")
-    if choice != "auto":
-        return choice
-    return "zstd" if isinstance(landing, S3Path) else "none"
 
 
 def land_chunk(

@@ -33,8 +33,9 @@ from cdc_backfill.pg.connect import SESSION_OPTIONS
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import CollectionPlan
-from cdc_backfill.snapshot.chunks import chunk_compression_for, remove_partial_chunks
+from cdc_backfill.snapshot.chunks import remove_partial_chunks
 from cdc_backfill.snapshot.collection_run import CollectionRun
+from cdc_backfill.snapshot.compression import chunk_compression_for
 from cdc_backfill.snapshot.control import Control, SignalControl
 from cdc_backfill.snapshot.faults import CRASH_ENV
 from cdc_backfill.snapshot.progress import ProgressStore
@@ -63,7 +64,7 @@ class SnapshotEngine:
     ) -> None:
         """``window_hook`` is called inside every window, between the low watermark and the read: tests
         use it to change rows exactly there. ``chunk_compression``: of the chunk files
-        (``snapshot.chunks.CHUNK_COMPRESSIONS``; "auto": none on a local landing, zstd on S3)."""
+        (``snapshot.compression.CHUNK_COMPRESSIONS``; "auto": none on a local landing, zstd on S3)."""
         self.url = url
         self.window_hook = window_hook
         self.control_interval = 0.5  # seconds between two reads of the signals by the readers

@@ -34,6 +34,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
         surrogate_key: Any = None,
         chunk_size: Any = None,
         readers: Any = 1,
+        chunk_compression: Any = "auto",
         engine: Any = "native",
         capture: Any = "drain",
         landing_dir: Any,
@@ -48,6 +49,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
         self.surrogate_key = surrogate_key
         self.chunk_size = chunk_size
         self.readers = readers
+        self.chunk_compression = chunk_compression
         self.engine = engine  # the form's choice: native or debezium
         self.capture = capture
         self.landing_dir = landing_dir
@@ -87,6 +89,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
             "engine": request.snapshot_by,
             "capture": request.capture,
             "readers": request.readers,
+            "chunk_compression": request.chunk_compression,
             "verify": request.verify,
         }
 

@@ -15,6 +15,7 @@ from cdc_backfill.airflow.hooks import CdcSourceHook, SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.states import ACTIVE, RangeStatus
+from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 
 
 class CdcSnapshotOperator(CdcOperator):
@@ -29,7 +30,8 @@ class CdcSnapshotOperator(CdcOperator):
     """
 
     template_fields: Sequence[str] = (
-        "signal_id", "collection", "landing_dir", "readers", "engine", "source_conn_id", "signal_table",
+        "signal_id", "collection", "landing_dir", "readers", "chunk_compression", "engine", "source_conn_id",
+        "signal_table",
     )  # fmt: skip
 
     def __init__(
@@ -39,6 +41,7 @@ class CdcSnapshotOperator(CdcOperator):
         collection: Any,
         landing_dir: Any,
         readers: Any = 1,
+        chunk_compression: Any = "auto",
         engine: Any = "native",
         heartbeat_seconds: float = 30.0,
         poll_seconds: float = 2.0,
@@ -49,6 +52,7 @@ class CdcSnapshotOperator(CdcOperator):
         self.collection = collection
         self.landing_dir = landing_dir
         self.readers = readers
+        self.chunk_compression = chunk_compression  # of the chunk files (snapshot.compression)
         self.engine = engine  # the form's choice: native or debezium
         self.heartbeat_seconds = heartbeat_seconds
         self.poll_seconds = poll_seconds
@@ -63,11 +67,12 @@ class CdcSnapshotOperator(CdcOperator):
         hook = self.hook()
         try:
             readers = plans.as_int(self.readers, "readers", 1, plans.MAX_READERS)
+            compression = plans.one_of(self.chunk_compression, "chunk_compression", CHUNK_COMPRESSIONS)
             hook.require_source_url()
         except (SourceNotConfigured, ValueError) as exc:
             raise refuse(exc) from exc
         with hook.snapshot_engine(
-            lake_path(str(self.landing_dir)), readers, signal_id, collection
+            lake_path(str(self.landing_dir)), readers, signal_id, collection, compression
         ) as snapshot:
             self._snapshot = snapshot
             done = threading.Event()

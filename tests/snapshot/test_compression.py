@@ -1,11 +1,11 @@
-"""How the engine lands a chunk file (``snapshot.chunks``); the files themselves: test_cli_run."""
+"""How the engine compresses a chunk file (``snapshot.compression``); the files themselves: test_cli_run."""
 
 from __future__ import annotations
 
 import pytest
 
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.snapshot.chunks import chunk_compression_for
+from cdc_backfill.snapshot.compression import chunk_compression_for
 
 
 def test_a_local_landing_takes_its_chunks_uncompressed_and_s3_compressed() -> None:
