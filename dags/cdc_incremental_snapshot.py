@@ -2,9 +2,10 @@
 
 Trigger it with the form: the tables (regexes of schema.table), an optional condition, surrogate key, chunk
 size, readers, the chunk files' compression, the engine (native, or a Debezium connector reading the same
-signal table), where the stream comes from, the folders, verify yes or no. Tasks: validate -> signal -> snapshot (one per table)
--> drain the capture -> wait until the stream has passed the last window -> reconcile (spark-submit on
-the spark_default connection) -> verify. A snapshot stopped with cdc_stop_snapshot ends as skipped.
+signal table), where the stream comes from, the folders, verify yes or no. Tasks: validate -> signal ->
+snapshot (one per table) -> drain the capture -> wait until the stream has passed the last window ->
+reconcile (spark-submit on the spark_default connection) -> verify. A snapshot stopped with
+cdc_stop_snapshot ends as skipped.
 """
 
 from __future__ import annotations
