@@ -2,7 +2,7 @@
 with, taken once from the PyPI sdist ``sagemaker-pyspark`` 1.4.5 (the only build reachable here) into a
 cache folder, outside the product's dependencies.
 
-pyspark 4.3 ships Hadoop 3.5's client and no ``hadoop-aws``; mixing 3.3's connector with it works for
+pyspark 4.2 ships Hadoop 3.5's client and no ``hadoop-aws``; mixing 3.3's connector with it works for
 what the product does once six timeouts are plain numbers (``cdc_backfill.storage``), which is enough to
 test the product's path, not to ship: users bring ``hadoop-aws`` 3.5.0 (README, "The lake on S3").
 """
