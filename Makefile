@@ -82,7 +82,7 @@ browser:
 # never hides another's results; the side process's output is printed once it ends; the target fails
 # if any session did (exit 5: the arguments selected none of one kind).
 TEST_SIDE_BY_SIDE ?= 1
-SIDE_TESTS ?= tests/verify tests/ingest tests/state
+SIDE_TESTS ?= tests/verify tests/ingest tests/state tests/kafka
 test: $(STAMP) browser bytecode
 	@failed=""; tmp=$$(mktemp -d /tmp/cdc-backfill-tests.XXXXXX); chmod 755 $$tmp; \
 	side() { \
@@ -130,7 +130,8 @@ bench: $(STAMP) bytecode
 	$(PY) -m bench.reconcile --events $(or $(RECONCILE_EVENTS),1000000)
 	$(PY) -m bench.small_run
 	$(PY) -m bench.debezium --rows $(or $(DEBEZIUM_ROWS),200000)
-	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium
+	$(PY) -m bench.kafka --records $(or $(KAFKA_RECORDS),200000)
+	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from cdc_backfill.config import resolve_source
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, catalog_columns, read_column_types
+from cdc_backfill.ingest.columns import ColumnsError, job_sources
 from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.lakepath import lake_path
@@ -41,15 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose)
     landing = lake_path(args.landing)
     try:
-        given = read_column_types(args.column_types) if args.column_types else None
         setting = resolve_source() if args.catalog else None
-        source = catalog_columns(setting.url) if setting else None
+        sources = job_sources(landing, args.signal_table, setting and setting.url, args.column_types)
     except ColumnsError as exc:
         log.error("%s", exc)
         return 2
     spark = build_session("cdc_backfill_ingest")
     try:
-        sources = ColumnSources(landing, args.signal_table, source, given)
         summary = ingest_landing(spark, landing, args.inputs or None, sources)
     except (ColumnsError, InputError) as exc:
         log.error("%s", exc)

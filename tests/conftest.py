@@ -19,6 +19,8 @@ from typing import NoReturn
 
 import pytest
 
+from tests.support.kafka import kafka_broker, start_connect  # noqa: F401  (fixtures, tests/kafka)
+
 ROOT = Path(__file__).resolve().parents[1]
 TEST_PG_URL_ENV = "CDC_BACKFILL_TEST_PG_URL"
 # The Spark jobs the tests start (a CLI command's or an Airflow task's spark-submit) each read a few
@@ -171,8 +173,8 @@ def spark():  # type: ignore[no-untyped-def]
     try:
         from cdc_backfill.spark.session import build_session
 
-        with _without_job_java_options():
-            session = build_session("cdc_backfill_tests", master="local[2]", conf=_s3a_classpath())
+        with _without_job_java_options(), _packages_lock():
+            session = build_session("cdc_backfill_tests", master="local[2]", conf=_session_jars())
     except Exception as exc:
         unavailable("Spark", exc)
     yield session
@@ -218,6 +220,29 @@ def _without_job_java_options() -> Iterator[None]:
 
 _S3A_JARS: list[Path] = []  # the S3 connector's jars, if they could be had (tests.support.jars)
 _S3A_ERROR: list[str] = []
+
+
+@contextmanager
+def _packages_lock() -> Iterator[None]:
+    """One session start at a time on the machine: ``make test``'s two pytest processes start theirs at
+    once, and on a fresh machine both would fetch the Kafka source into Ivy's cache together."""
+    import fcntl
+
+    from tests.support.jars import cache_dir
+
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / ".spark-packages.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _session_jars() -> dict[str, str]:
+    """The shared session's connectors, which only a JVM's start can add: the S3 connector
+    (:func:`_s3a_classpath`) and Spark's Kafka source, by its Maven coordinates as a user's Spark
+    fetches it (``capture kafka`` run in-process by the Kafka torture test)."""
+    from cdc_backfill.spark.packages import kafka_source
+
+    return {**_s3a_classpath(), "spark.jars.packages": kafka_source()}
 
 
 def _s3a_classpath() -> dict[str, str]:

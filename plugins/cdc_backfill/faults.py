@@ -1,6 +1,7 @@
 """Fault injection for the crash tests: an environment variable names a step, and the process kills
 itself (SIGKILL) there, so a test can show that a restart loses and duplicates nothing. Each writer
-has its variable: the capture's, the snapshot engine's (``step[:chunk number]``) and the reconcile's."""
+has its variable: the capture's, the snapshot engine's (``step[:chunk number]``), the reconcile's and
+the ingest's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import signal
 log = logging.getLogger(__name__)
 
 RECONCILE_CRASH_ENV = "CDC_BACKFILL_RECONCILE_CRASH_AT"
+# an ingest's (``ingest`` and ``capture kafka``): ``before-manifest`` (its log files written, not yet
+# named) or ``after-manifest``
+INGEST_CRASH_ENV = "CDC_BACKFILL_INGEST_CRASH_AT"
 
 
 def crash_point(env: str, step: str, n: int | None = None) -> None:

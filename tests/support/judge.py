@@ -73,9 +73,18 @@ def assert_state_is_source(url: str, state: Path, collections: Iterable[str]) ->
         names = [c.name for c in columns]
         version = state_table(state, coll)  # noqa: F841  (DuckDB finds it by its name)
         got = duckdb.sql(f"SELECT {', '.join(names)} FROM version").fetchall()
-        assert {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got} == (
-            source_state(url, coll, key)
-        ), coll
+        got_rows = {tuple(r[names.index(k)] for k in key): dict(zip(names, r, strict=True)) for r in got}
+        want = source_state(url, coll, key)
+        if got_rows != want:
+            missing, extra = want.keys() - got_rows.keys(), got_rows.keys() - want.keys()
+            wrong = sorted((k for k in want.keys() & got_rows.keys() if want[k] != got_rows[k]), key=str)
+            example = (
+                f"; e.g. {wrong[0]}: state {got_rows[wrong[0]]} != source {want[wrong[0]]}" if wrong else ""
+            )
+            raise AssertionError(
+                f"{coll}: {len(missing)} missing (e.g. {sorted(missing, key=str)[:3]}), {len(extra)} extra "
+                f"(e.g. {sorted(extra, key=str)[:3]}), {len(wrong)} differ{example}"
+            )
 
 
 def stream_changes(

@@ -14,41 +14,20 @@ import random
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from cdc_backfill.reconcile.reread import plan_rereads
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import columns_of, overlap, source_state
-from tests.support.pg import InWindow, drain, send
+from tests.support.pg import drain, send
 from tests.support.state import state_frame
+from tests.support.torture import TABLES, Torture
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.torture]
 
-TABLES = ["public.orders", "public.lines", "public.words"]
 SEEDS = int(os.environ.get("TORTURE_SEEDS", "5"))
-
-
-class Torture(InWindow):
-    """Inside windows: the in-window update of ``orders`` (so READs are dropped) and, once, at a random
-    window, a truncate of ``lines`` followed by fresh rows in the same transaction."""
-
-    def __init__(self, url: str, rng: random.Random, writers: Writers) -> None:
-        super().__init__(url, writers=writers)
-        self.truncate_at = rng.randint(2, 12)
-        self.windows = 0
-
-    def __call__(self, shape, after) -> None:  # type: ignore[no-untyped-def]
-        self.windows += 1
-        if self.windows == self.truncate_at:
-            with self.engine.begin() as conn:
-                conn.execute(sa.text("TRUNCATE lines"))
-                conn.execute(
-                    sa.text("INSERT INTO lines SELECT i / 3, i % 3, -i FROM generate_series(1, 90) i")
-                )
-        super().__call__(shape, after)
 
 
 def reread_incomplete(url: str, landing: Path, state: Path) -> int:

@@ -6,6 +6,7 @@ import argparse
 import json
 import shlex
 import sys
+from pathlib import Path
 
 from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
 from cdc_backfill.config import require_source_url
@@ -17,6 +18,7 @@ CAPTURE_EPILOG = """examples:
   cdc-backfill capture status --landing /lake/app
   cdc-backfill capture debezium --source postgresql://cdc@db/app --landing lake --collections public.orders --drain
   cdc-backfill capture debezium status --landing lake
+  cdc-backfill capture kafka --bootstrap-servers broker:9092 --topics 'app\\..*' --landing lake --drain
 """
 
 
@@ -115,6 +117,53 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_kafka(args: argparse.Namespace) -> int:
+    from cdc_backfill.cli.reconcile import submit_and_relay
+    from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
+    from cdc_backfill.ingest.columns import ColumnsError, read_column_types
+    from cdc_backfill.kafka.topics import Broker, KafkaError, partitions
+    from cdc_backfill.spark.submit import capture_kafka_command, printed_command, submit_environ
+
+    def refuse(message: str) -> int:
+        print(f"cdc-backfill capture kafka: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        properties = dict(_kafka_property(p) for p in args.property)
+        broker = Broker(args.bootstrap_servers, properties)
+        if args.column_types:
+            read_column_types(Path(args.column_types))  # a bad file is refused before Spark starts
+        setting = resolve_source(args.source)
+        if not args.print_command:
+            partitions(
+                broker, args.topics
+            )  # a broker that is down, topics that do not exist: now, not in Spark
+    except (ColumnsError, ConfigError, KafkaError) as exc:
+        return refuse(str(exc))
+    lake_path(args.landing).mkdir(parents=True, exist_ok=True)
+    cmd = capture_kafka_command(
+        args.landing, args.bootstrap_servers, args.topics, follow=args.follow, interval=args.interval,
+        master=args.master, catalog=setting is not None, column_types=args.column_types,
+        signal_table=args.signal_table, skip_lost_offsets=args.skip_lost_offsets, verbose=args.verbose,
+    )  # fmt: skip
+    if args.print_command:
+        print(printed_command(cmd, args.master))
+        return 0
+    env = {**submit_environ(args.master), **broker.environ()}
+    if setting is not None:
+        env[SOURCE_URL_ENV] = setting.url  # not on the command line, where ps would show its password
+    return submit_and_relay(cmd, env, stop_job="capture_kafka.py" if args.follow else None)
+
+
+def _kafka_property(text: str) -> tuple[str, str]:
+    from cdc_backfill.kafka.topics import KafkaError
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise KafkaError(f"--property {text.split('=')[0]!r}: write KEY=VALUE (a Kafka client setting)")
+    return key.strip(), value
+
+
 def _property(text: str) -> tuple[str, str]:
     from cdc_backfill.capture.debezium_config import DebeziumConfigError
 
@@ -196,6 +245,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     mode.add_argument("--follow", action="store_true", help="run until SIGTERM/SIGINT, then stop cleanly")
     pg.set_defaults(func=_cmd_postgres)
     _add_debezium_parser(kinds)
+    _add_kafka_parser(kinds)
     st = kinds.add_parser("status", help="slot lag, last confirmed LSN, files landed")
     st.add_argument("--source", metavar="URL", help="the source database (else CDC_BACKFILL_SOURCE_URL)")
     st.add_argument("--landing", metavar="DIR", help="also count what this landing zone holds")
@@ -247,3 +297,43 @@ def _add_debezium_parser(kinds: argparse._SubParsersAction) -> None:  # type: ig
     dbz.add_argument("--drain", action="store_true", help="land everything committed until now, then exit 0")
     dbz.add_argument("--follow", action="store_true", help="run until SIGTERM/SIGINT, then stop cleanly")
     dbz.set_defaults(func=_cmd_debezium)
+
+
+def _add_kafka_parser(kinds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
+
+    kafka = kinds.add_parser(
+        "kafka",
+        help="read Debezium and DataWorks topics into the typed event log, exactly once (Spark)",
+        epilog=CAPTURE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kafka.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,HOST:PORT]",
+                       help="the Kafka brokers to start from")  # fmt: skip
+    kafka.add_argument("--topics", required=True, metavar="REGEX",
+                       help="topics whose whole name this matches: data, signal, heartbeat topics alike")  # fmt: skip
+    kafka.add_argument(
+        "--landing", required=True, metavar="DIR", help="the landing zone whose log receives the events"
+    )
+    kafka.add_argument("--source", metavar="URL",
+                       help="type collections the landing does not describe from this catalog (records without schemas)")  # fmt: skip
+    kafka.add_argument("--column-types", metavar="FILE", help="JSON: each collection's key and column types")
+    kafka.add_argument("--signal-table", default=DEFAULT_SIGNAL_TABLE, metavar="SCHEMA.TABLE",
+                       help="the signal table (default public.cdc_signal)")  # fmt: skip
+    kafka.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Kafka client setting, as Kafka's Java client names it (security.protocol, "
+                       "sasl.jaas.config, ...); never printed")  # fmt: skip
+    kafka.add_argument("--skip-lost-offsets", action="store_true",
+                       help="go on past offsets retention deleted before they landed (after a new snapshot)")  # fmt: skip
+    kafka.add_argument(
+        "--interval", type=float, default=1.0, help="--follow: seconds between rounds (default 1)"
+    )
+    kafka.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    kafka.add_argument(
+        "--print-command", action="store_true", help="print the spark-submit command, run nothing"
+    )
+    kafka.add_argument("-v", "--verbose", action="store_true", help="the job's steps in detail")
+    mode = kafka.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--drain", action="store_true", help="land every record written until now, then exit 0")
+    mode.add_argument("--follow", action="store_true", help="run until SIGTERM/SIGINT, then stop cleanly")
+    kafka.set_defaults(func=_cmd_kafka)

@@ -4,8 +4,11 @@ stdout."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -124,15 +127,21 @@ OUT_OF_MEMORY_HINT = (
 
 
 def submit_and_relay(
-    cmd: list[str], env: dict[str, str], on_summary: Callable[[dict[str, Any]], None] | None = None
+    cmd: list[str],
+    env: dict[str, str],
+    on_summary: Callable[[dict[str, Any]], None] | None = None,
+    stop_job: str | None = None,
 ) -> int:
     """Run a job's spark-submit; its exit code. spark-submit merges the job's stderr into its stdout:
     the step lines go back to stderr, and stdout carries only the run summary (one JSON line), as a
-    script reading it expects."""
+    script reading it expects. ``stop_job``: the job's script, whose driver is handed a SIGTERM this
+    process receives (a job that runs until told to stop, and then ends its round cleanly)."""
     from cdc_backfill.spark.log4j import is_jvm_noise
 
     # the JVM's own stderr too, so that its noise (``is_jvm_noise``) is left out
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if stop_job is not None:
+        signal.signal(signal.SIGTERM, lambda *_: stop_driver(proc.pid, stop_job))
     summary = None
     out_of_memory = False
     assert proc.stdout is not None
@@ -151,6 +160,27 @@ def submit_and_relay(
         if on_summary is not None:
             on_summary(json.loads(summary))
     return code
+
+
+def stop_driver(submit_pid: int, job: str) -> None:
+    """SIGTERM to the Python driver of ``job`` that spark-submit (``submit_pid``) started, not to the JVM:
+    the driver finishes what it is doing and stops its session itself; a JVM told first would stop the
+    session under it. Where no such driver runs (yet), spark-submit gets it."""
+    import psutil
+
+    try:
+        children = psutil.Process(submit_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    for child in children:
+        try:
+            if any(part.endswith(job) for part in child.cmdline()):
+                child.send_signal(signal.SIGTERM)
+                return
+        except psutil.Error:
+            continue
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(submit_pid, signal.SIGTERM)
 
 
 def is_summary_line(line: str) -> bool:

@@ -228,6 +228,7 @@ def parse_debezium(
     key_columns: Mapping[str, Sequence[str]] | None = None,
     offset: tuple[int, ...] | None = None,
     order: pos.PgStream | None = None,
+    key_change: int | None = None,
 ) -> list[ChangeEvent]:
     """The events of one Debezium record: none for a tombstone, one otherwise.
 
@@ -235,6 +236,8 @@ def parse_debezium(
     ``key_columns`` gives a collection's key for records landed without their Kafka key;
     ``offset`` is the delivery order (PostgreSQL events are ordered by it when given); ``order`` places
     PostgreSQL events without offsets along the stream the record came in (one per file).
+    ``key_change``: the half of a key change (0, 1) the record's Kafka headers name: it pairs across
+    partitions.
     """
     key_part, value_part, has_key = split_record(record)
     offset = delivery_offset(record) or offset
@@ -273,7 +276,9 @@ def parse_debezium(
     row = after if after is not None else before
     key = _event_key(coll, has_key, key_schema, key_payload, key_columns, row)
     if connector == "postgresql" and op in "dc":
-        position = (order or pos.PgStream()).pair(op, (coll, source.get("lsn"), source.get("txId")), position)
+        where = (coll, source.get("lsn"), source.get("txId"))
+        paired = key_change is not None and position
+        position = (*position, key_change) if paired else (order or pos.PgStream()).pair(op, where, position)
     return [
         ChangeEvent(coll, op, key, before, after, position, ts, unchanged, format=fmt, snapshot=snapshot_s)
     ]
@@ -336,14 +341,14 @@ def plain_postgres(record: dict[str, Any], order: pos.PgStream | None) -> list[C
 
 
 def _marker(value: dict[str, Any]) -> list[ChangeEvent] | None:
-    """The one ``h`` event of a value that is no row change (a transaction boundary, a schema change, a
-    notification); None for a change."""
+    """``h`` for a value that is no row change (transaction, schema change, notification, heartbeat)."""
     if "status" in value and "id" in value and "op" not in value:
         return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]  # transaction marker
     if "op" not in value and "aggregate_type" in value and "type" in value:
         # a notification a sink landed beside the changes (the wait reads it: capture.debezium_landing)
         return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]
-    if "op" not in value and ("ddl" in value or "tableChanges" in value):
+    # a schema change, or a heartbeat (``heartbeat.interval.ms``: its value holds only ``ts_ms``)
+    if "op" not in value and ("ddl" in value or "tableChanges" in value or set(value) == {"ts_ms"}):
         return [ChangeEvent(None, "h", None, None, None, (), _ts(value.get("ts_ms")), format="debezium")]
     return None
 

@@ -54,16 +54,23 @@ def parse_record(
     options: ParseOptions = DEFAULT_OPTIONS,
     offset: tuple[int, ...] | None = None,
     order: PgStream | None = None,
+    key_change: int | None = None,
 ) -> list[ChangeEvent]:
     """The canonical events of one decoded record (possibly none: a tombstone); ``order``: the stream's
-    (see :class:`~cdc_backfill.events.positions.PgStream`)."""
+    (see :class:`~cdc_backfill.events.positions.PgStream`); ``key_change``: the half of a key change
+    the record's Kafka headers name (``events.debezium.parse_debezium``)."""
     if not isinstance(record, dict):
         raise ParseError(f"a record must be a JSON object, not {type(record).__name__}")
     fmt = options.format
     if fmt == "dataworks" or (fmt == "auto" and is_dataworks(record)):
         return parse_dataworks(record, collection=options.collection)
     return parse_debezium(
-        record, collection=options.collection, key_columns=options.key_columns, offset=offset, order=order
+        record,
+        collection=options.collection,
+        key_columns=options.key_columns,
+        offset=offset,
+        order=order,
+        key_change=key_change,
     )
 
 

@@ -108,8 +108,10 @@ class PgStream:
     delivery offsets (a Kafka sink's, or ``capture debezium``'s landing) for that case.
     """
 
-    def __init__(self) -> None:
-        self._greatest = 0
+    def __init__(self, after: int = 0) -> None:
+        """``after``: the greatest LSN delivered before this stream's first record, where the stream
+        continues one landed earlier (a Kafka partition read in rounds)."""
+        self._greatest = after
         self._open: tuple[Any, int] | None = None  # (txId, its commit element) of a placed transaction
         self._delete: tuple[tuple[Any, Any, Any], tuple[int, ...]] | None = None  # the last delete
 

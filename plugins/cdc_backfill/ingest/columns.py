@@ -210,3 +210,12 @@ def shape_mismatch(
     if not problems:
         return None
     return f"{collection}: " + "; ".join(problems)
+
+
+def job_sources(
+    landing: Path, signal_table: str, catalog_url: str | None = None, column_types: Path | None = None
+) -> ColumnSources:
+    """What a job types collections from: the landing, the catalog at ``catalog_url`` and the column-type
+    file ``column_types`` where given (ColumnsError for a file that cannot be read)."""
+    given = read_column_types(column_types) if column_types else None
+    return ColumnSources(landing, signal_table, catalog_columns(catalog_url) if catalog_url else None, given)

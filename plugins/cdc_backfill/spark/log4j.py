@@ -94,6 +94,16 @@ def with_driver_java_options(conf: dict[str, str]) -> dict[str, str]:
 JVM_NOISE = ("WARNING: Using incubator modules:",)
 
 
+# spark-submit's report of the connectors it resolved with Ivy (``--packages``), on every run, and the
+# repository it tries that cannot be reached here: a failed resolution still ends in its own error line.
+IVY_REPORT = re.compile(
+    r"^(:: (loading settings|resolving dependencies|resolution report|retrieving|USE VERBOSE)|Ivy Default Cache|"
+    r"The jars for the packages stored in|\S+#\S+ added as a dependency|"
+    r"\t(found \S+#|confs: \[|\d+ artifacts copied|:: modules in use|-{10}|\||\S+#\S+ from \S+ in \[|"
+    r"Host \S+ not found|\[NOT FOUND *\] \S+ \(\d+ms\)|==== spark-packages|-- artifact \S+)|\t*$)"
+)
+
+
 def is_jvm_noise(line: str) -> bool:
     """A line the JVM prints on its own that says nothing about the run (pure)."""
-    return line.startswith(JVM_NOISE)
+    return line.startswith(JVM_NOISE) or IVY_REPORT.match(line) is not None

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from cdc_backfill.runtime import project_root
 from cdc_backfill.spark.log4j import driver_java_options
+from cdc_backfill.spark.packages import kafka_source
 
 
 def submit_head(spark_submit: str, master: str, name: str, first_compiler_only: bool = False) -> list[str]:
@@ -69,6 +70,40 @@ def ingest_command(
         cmd += ["--column-types", column_types]
     if signal_table:
         cmd += ["--signal-table", signal_table]
+    if verbose:
+        cmd.append("--verbose")
+    return cmd
+
+
+def capture_kafka_command(
+    landing: str,
+    bootstrap: str,
+    topics: str,
+    follow: bool = False,
+    interval: float | None = None,
+    master: str = "local[*]",
+    catalog: bool = False,
+    column_types: str | None = None,
+    signal_table: str | None = None,
+    skip_lost_offsets: bool = False,
+    spark_submit: str = "spark-submit",
+    verbose: bool = False,
+) -> list[str]:
+    """``capture kafka``'s job, with Spark's Kafka source fetched by its Maven coordinates."""
+    job = project_root() / "spark_jobs" / "capture_kafka.py"
+    cmd = submit_head(spark_submit, master, "cdc_backfill_capture_kafka")
+    cmd += ["--packages", kafka_source(), str(job), "--landing", landing]
+    cmd += ["--bootstrap-servers", bootstrap, "--topics", topics, "--follow" if follow else "--drain"]
+    if interval is not None:
+        cmd += ["--interval", str(interval)]
+    if catalog:
+        cmd.append("--catalog")
+    if column_types:
+        cmd += ["--column-types", column_types]
+    if signal_table:
+        cmd += ["--signal-table", signal_table]
+    if skip_lost_offsets:
+        cmd.append("--skip-lost-offsets")
     if verbose:
         cmd.append("--verbose")
     return cmd

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,8 @@ from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.eventlog.store import describe, next_version
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
-from cdc_backfill.files import fsync_dir, write_new
+from cdc_backfill.faults import INGEST_CRASH_ENV, crash_point
+from cdc_backfill.files import write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.inputs import (
     InputError,
@@ -37,6 +37,7 @@ from cdc_backfill.ingest.inputs import (
     pending,
     remove_unnamed,
 )
+from cdc_backfill.ingest.spark.log_files import name_files, staged_files
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
 from cdc_backfill.ingest.spark.totals import (
     collection_totals,
@@ -45,10 +46,9 @@ from cdc_backfill.ingest.spark.totals import (
     wrapped_descriptions,
 )
 from cdc_backfill.ingest.typed import Typing, readable
-from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet, rmtree
+from cdc_backfill.lakepath import S3Path, lake_path, rmtree
 from cdc_backfill.layout import (
     LOG_DIR,
-    ingest_file_name,
     ingest_manifest_name,
     log_version_dir,
     quarantine_dir,
@@ -99,6 +99,11 @@ def log_file_rows(
     return rows.select(*names).sortWithinPartitions(POSITION)
 
 
+# ``parse(options, typing)``: the run's input parsed (``PARSED_SCHEMA`` rows); ``typing``, where the
+# input's workers may type and write log files themselves (``ingest.typed``), else None
+Parse = Callable[[ParseOptions, "Typing | None"], DataFrame]
+
+
 def ingest_files(
     spark: SparkSession,
     landing: Path,
@@ -108,23 +113,43 @@ def ingest_files(
 ) -> dict[str, Any]:
     """Land ``inputs`` in the log (the caller holds the ingest lock and left out what was ingested);
     ``sources`` types the collections found, or raises naming those it cannot (nothing written)."""
-    landing = lake_path(landing)
-    run = run or time.strftime("%Y%m%dT%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
-    started = time.time()
-    summary: dict[str, Any] = {
-        "run": run,
-        "files": len(inputs),
-        "events": 0,
-        "quarantined": 0,
-        "collections": {},
-    }
     if not inputs:
-        return summary
+        return empty_summary(run, files=0)
+
+    def parse(options: ParseOptions, typing: Typing | None) -> DataFrame:
+        return parse_files(spark, inputs, options, typing)
+
+    record = {"inputs": [i.to_dict() for i in inputs]}
+    return land(spark, landing, parse, sources, record, empty_summary(run, files=len(inputs)))
+
+
+def empty_summary(run: str | None, files: int) -> dict[str, Any]:
+    """A run's summary before it read anything; ``run``: its name (default: now, to the millisecond)."""
+    run = run or time.strftime("%Y%m%dT%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
+    return {"run": run, "files": files, "events": 0, "quarantined": 0, "collections": {}}
+
+
+def land(
+    spark: SparkSession,
+    landing: Path,
+    parse: Parse,
+    sources: ColumnSources,
+    record: dict[str, Any],
+    summary: dict[str, Any],
+    strict: bool = False,
+) -> dict[str, Any]:
+    """Parse the run's input, type each collection's events, write them as log files and commit them
+    with one manifest that also holds ``record`` (what the run read: its input files, its offsets).
+    ``summary``: the run's (``empty_summary``), filled in. ``strict``: a record that cannot be read
+    refuses the run (InputError) instead of going to the quarantine."""
+    landing = lake_path(landing)
+    started = time.time()
+    run = summary["run"]
     # timestamps as int64 microseconds, as pyarrow and DuckDB read them (not Spark's default INT96)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     stage = staging_dir(landing) / run
     try:
-        parsed, totals, described = parse_and_describe(spark, landing, inputs, sources, stage)
+        parsed, totals, described = parse_and_describe(spark, landing, parse, sources, stage, strict)
     except BaseException:
         rmtree(stage)  # what the workers typed and wrote
         raise
@@ -143,7 +168,9 @@ def ingest_files(
         )
         rmtree(stage)
         return summary
-    write_manifest(landing, run, inputs, written, totals, summary)
+    crash_point(INGEST_CRASH_ENV, "before-manifest")
+    write_manifest(landing, run, record, written, totals, summary)
+    crash_point(INGEST_CRASH_ENV, "after-manifest")
     rmtree(stage)
     summary["seconds"] = round(time.time() - started, 1)
     return summary
@@ -169,15 +196,22 @@ def worker_typing(
 
 
 def parse_and_describe(
-    spark: SparkSession, landing: Path, inputs: Sequence[InputFile], sources: ColumnSources, stage: Path
+    spark: SparkSession,
+    landing: Path,
+    parse: Parse,
+    sources: ColumnSources,
+    stage: Path,
+    strict: bool = False,
 ) -> tuple[DataFrame, dict[Any, Any], dict[str, Described]]:
     """The inputs parsed (``parse_inputs``) and each collection's columns and key. Where those differ from
     what the workers typed by (a wrapper among the inputs describes a collection anew), parsed again
-    with the JVM typing every event."""
+    with the JVM typing every event. ``strict``: InputError for a record that cannot be read."""
     known = sources.known()  # a catalog's lookups, once for the run
     keys = {c: key for c, (_, key) in known.items()}
     typing = worker_typing(spark, landing, known, sources.signal_table, stage)
-    parsed, totals = parse_inputs(spark, inputs, sources, keys, typing)
+    parsed, totals = parse_inputs(parse, sources, keys, typing)
+    if strict:
+        refuse_unreadable(parsed, totals)
     described = described_collections(sources, totals)
 
     def typed_as_described(c: str) -> bool:
@@ -191,25 +225,24 @@ def parse_and_describe(
         log.info("%s described anew by the inputs: parsing again, typed by the JVM", ", ".join(sorted(stale)))
         parsed.unpersist()
         rmtree(stage)
-        parsed, totals = parse_inputs(spark, inputs, sources, keys, None)
+        parsed, totals = parse_inputs(parse, sources, keys, None)
         described = described_collections(sources, totals)
     return parsed, totals, described
 
 
 def parse_inputs(
-    spark: SparkSession,
-    inputs: Sequence[InputFile],
+    parse: Parse,
     sources: ColumnSources,
     keys: dict[str, list[str]],
     typing: Typing | None,
 ) -> tuple[DataFrame, dict[Any, Any]]:
-    """The input files parsed once (every collection's write and the quarantine read it), and their
+    """The input parsed once (every collection's write and the quarantine read it), and their
     ``collection_totals`` by collection; ``keys``: those known before the parse (``ColumnSources.known``),
     ``typing``: what the workers type and write themselves."""
 
     def parsed_with(keys: dict[str, list[str]]) -> tuple[DataFrame, dict[Any, Any]]:
         options = ParseOptions(key_columns=keys)
-        parsed = parse_files(spark, inputs, options, typing).drop(*NOT_LOGGED).localCheckpoint()
+        parsed = parse(options, typing).drop(*NOT_LOGGED).localCheckpoint()
         return parsed, {r["collection"]: r for r in collection_totals(parsed).collect()}
 
     parsed, totals = parsed_with(keys)
@@ -233,6 +266,19 @@ def parse_files(
         return parse_local_files(spark, [i.path for i in inputs], options, typing)
     files = spark.read.format("binaryFile").load([str(i.path) for i in inputs])
     return parse_landing_files(files, options, typing)
+
+
+def refuse_unreadable(parsed: DataFrame, totals: dict[Any, Any]) -> None:
+    """InputError naming the first record that could not be read (by where it came from and its line or
+    offset), when any could not; nothing is written before."""
+    count = sum(r["quarantined"] for r in totals.values())
+    if not count:
+        return
+    first = parsed.where(F.col("quarantine_reason").isNotNull()).orderBy("file", "line").first()
+    raise InputError(
+        f"{first['file']} offset {first['line']}: {first['quarantine_reason']} "
+        f"({count:,} record(s) could not be read; nothing landed)"
+    )
 
 
 def described_collections(sources: ColumnSources, totals: dict[Any, Any]) -> dict[str, Any]:
@@ -305,13 +351,14 @@ def quarantine(parsed: DataFrame, landing: Path, run: str, count: int) -> str:
 def write_manifest(
     landing: Path,
     run: str,
-    inputs: Sequence[InputFile],
+    record: dict[str, Any],
     written: list[str],
     totals: dict[Any, Any],
     summary: dict[str, Any],
 ) -> None:
-    """The ingest's commit: one manifest naming the log files and the input files they came from,
-    written whole. Before it nothing of the run counts; after it every input is ingested."""
+    """The ingest's commit: one manifest naming the log files and what they came from (``record``: the
+    input files, the offset ranges), written whole. Before it nothing of the run counts; after it every
+    input is ingested."""
     last = max((r["last"] for r in totals.values() if r["last"] is not None), default=None)
     position = list(position_of_key(bytes(last))) if last is not None else []
     manifest = {
@@ -320,7 +367,7 @@ def write_manifest(
         "events": summary["events"],
         counts.COUNTS: {c: {k: totals[c][k] for k in counts.KEYS} for c in summary["collections"]},
         "origin": "ingest",
-        "inputs": [i.to_dict() for i in inputs],
+        **record,
         "quarantined": summary["quarantined"],
     }
     folder = rolls_dir(landing)
@@ -328,53 +375,6 @@ def write_manifest(
     path = folder / ingest_manifest_name(bytes(last or b""), run)
     if not write_new(path, json.dumps(manifest).encode()):  # the run's name is its own: never taken twice
         raise RuntimeError(f"{path} exists already: another ingest ran as {run}; run this one again")
-
-
-def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:
-    """Spark's part files moved into the version's folder, named by their first and last position
-    (read from the footer's statistics), each made durable; empty ones dropped."""
-    target.mkdir(parents=True, exist_ok=True)
-    named = []
-    for n, part in enumerate(sorted(out.glob("part-*.parquet")), start=start):
-        first, last, rows = position_span(part)
-        if rows == 0:
-            continue
-        path = target / ingest_file_name(first, last, run, n)
-        if not isinstance(part, S3Path):  # on S3 the part is whole once visible
-            with open(part, "rb") as fh:
-                os.fsync(fh.fileno())
-        part.replace(path)
-        named.append(path)
-    fsync_dir(target)
-    return named
-
-
-def staged_files(folder: Path, staged: Sequence[str], target: Path, run: str, start: int) -> list[Path]:
-    """The log files the parse's workers wrote (``staged``: their paths, as the workers named them)
-    moved into the version's folder as ``name_files`` moves Spark's; InputError, before any is moved,
-    where they are not all there (workers that wrote to a disk of their own)."""
-    present = {p.name for p in folder.glob("part-*.parquet")} if staged else set()
-    if present != {lake_path(p).name for p in staged}:
-        raise InputError(
-            f"the parse's workers wrote {len(staged)} log file(s) into {folder}, {len(present)} are there: "
-            "run the ingest with a local master or with the landing on storage every worker shares (S3); "
-            "nothing landed"
-        )
-    return name_files(folder, target, run, start)
-
-
-def position_span(path: Path) -> tuple[bytes, bytes, int]:
-    """(first, last, rows) of a log file written in position order: the column's statistics, else the
-    column itself."""
-    meta = parquet_metadata(path)
-    if meta.num_rows == 0:
-        return b"", b"", 0
-    index = meta.schema.to_arrow_schema().get_field_index(POSITION)
-    stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
-    if all(s is not None and s.has_min_max for s in stats):
-        return min(s.min for s in stats), max(s.max for s in stats), meta.num_rows
-    keys = read_parquet(path, columns=[POSITION]).column(0).to_pylist()
-    return min(keys), max(keys), meta.num_rows
 
 
 def ingest_landing(

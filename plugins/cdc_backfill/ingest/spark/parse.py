@@ -112,7 +112,7 @@ _BATCH_ROWS = 20_000
 _MAX_TASKS = 4096
 
 
-class _Columns:
+class ParsedColumns:
     """The Arrow columns of one output batch, as Python lists appended to directly: the append runs
     once per event, and every call or dict built there is paid a million times per million events."""
 
@@ -128,12 +128,13 @@ class _Columns:
         events: list[Any],
         path: str,
         lineno: int,
-        lines: list[bytes],
+        raw: bytes,
         seen: set[Any],
         schemas: dict[str, Any],
     ) -> None:
-        """One line's events; the first event of each collection in the file carries the columns its
-        schema wrapper describes (``seen``: the collections looked at)."""
+        """One record's events (``raw``: the record as read, at ``lineno`` of ``path``); the first event
+        of each collection in the file carries the columns its schema wrapper describes (``seen``: the
+        collections looked at)."""
         (collection, op, key, before, after, unchanged, position, ts, fmt, snapshot, file, line, reason,
          record, described, shape, staged, tally) = self.cols  # fmt: skip
         shapes = self.shapes
@@ -159,7 +160,7 @@ class _Columns:
                 described.append(None)
             else:
                 seen.add(ev.collection)
-                described.append(wrapped_columns(lines[lineno - 1], schemas))
+                described.append(wrapped_columns(raw, schemas))
             row = ev.after if ev.after is not None else ev.before
             this = (ev.collection, None if ev.key is None else tuple(ev.key), tuple(row or ()))
             if this in shapes or ev.collection is None or ev.op not in OPS:
@@ -233,7 +234,7 @@ def parse_contents(
     """Whole files, ``(path, bytes or a buffer)``, to the parsed rows (``PARSED_SCHEMA``): in C where a
     file holds only the common PostgreSQL record (``ingest.plain``), else by the Python parser.
     ``typing``: what the workers type and write themselves of a file read in C."""
-    out = _Columns()
+    out = ParsedColumns()
     in_c = options.format != "dataworks"  # a DataWorks file holds no Debezium record
     for path, content in files:
         plain = parse_file(content, out.shapes) if in_c else None
@@ -250,7 +251,7 @@ def parse_contents(
             if isinstance(item, Quarantined):
                 out.add_quarantined(item, path, lineno)
             else:
-                out.add_events(item, path, lineno, lines, seen, schemas)
+                out.add_events(item, path, lineno, lines[lineno - 1], seen, schemas)
             if len(out) >= _BATCH_ROWS:
                 yield out.flush()
     if len(out):

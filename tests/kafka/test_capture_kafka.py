@@ -1,0 +1,253 @@
+"""``cdc-backfill capture kafka`` as users type it, against a real broker: Debezium records read into the
+log exactly once, each bad input refused in one line with nothing landed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from cdc_backfill.eventlog.writer import roll_manifests
+from cdc_backfill.faults import INGEST_CRASH_ENV
+from cdc_backfill.kafka.local import LocalKafka
+from tests.support.cli import cli, ok
+from tests.support.kafka import start_broker
+from tests.support.records import capture_record
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+TYPES = {"public.t": {"key": ["id"], "columns": {"id": "integer", "name": "text", "balance": "numeric(12,2)",
+                                                 "active": "boolean", "score": "double precision"}}}  # fmt: skip
+
+
+def dbz(op: str, key: int, lsn: int) -> dict[str, Any]:
+    """A Debezium PostgreSQL change as Connect writes it with schemas off: ``sequence`` (the last commit's
+    LSN, then the change's), no commit LSN, no offsets in the value."""
+    record = capture_record(op, key, lsn, 0)
+    source = record["value"]["source"]
+    del source["commit_lsn"]
+    source["sequence"] = json.dumps([str(lsn - 1), str(lsn)])
+    return record
+
+
+def produce(bootstrap: str, topic: str, records: list[dict[str, Any]], partitions: int = 3) -> None:
+    """``records`` on ``topic`` (made with ``partitions``), each keyed as Connect keys it."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for r in records:
+        key = None if r.get("key") is None else json.dumps(r["key"]).encode()
+        value = r["value"] if isinstance(r["value"], bytes) else json.dumps(r["value"]).encode()
+        producer.produce(topic, value=value, key=key)
+    producer.flush(30)
+
+
+def capture(
+    tmp: Path, bootstrap: str, topics: str, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    (tmp / "types.json").write_text(json.dumps(TYPES))
+    args = ["capture", "kafka", "--bootstrap-servers", bootstrap, "--topics", topics, "--landing", "lake",
+            "--column-types", "types.json", "--drain", *extra]  # fmt: skip
+    if env is None:
+        return cli(tmp, *args)
+    return subprocess.run([sys.executable, "-m", "cdc_backfill.cli", *args], cwd=tmp, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **env})  # fmt: skip
+
+
+def landed_ids(landing: Path) -> list[tuple[int, str]]:
+    """(id, op) of every event the manifests name, in no particular order."""
+    out = []
+    for manifest in roll_manifests(landing):
+        for name in manifest["files"]:
+            table = pq.read_table(landing / "log" / name, columns=["id", "_cdc_op"])
+            out += list(zip(table.column("id").to_pylist(), table.column("_cdc_op").to_pylist(), strict=True))
+    return out
+
+
+def test_records_land_once_and_the_next_run_starts_where_the_last_ended(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    topic = "once.public.t"
+    produce(kafka_broker.bootstrap, topic, [dbz("c", k, 100 + k) for k in range(1, 31)])
+    first = json.loads(ok(capture(tmp_path, kafka_broker.bootstrap, r"once\..*")))
+    assert first["events"] == 30 and first["topics"] == [topic]
+    again = json.loads(ok(capture(tmp_path, kafka_broker.bootstrap, r"once\..*")))
+    assert again["events"] == 0 and again["records"] == 0
+    produce(
+        kafka_broker.bootstrap,
+        topic,
+        [dbz("u", k, 200 + k) for k in range(1, 11)] + [{"key": {"id": 3}, "value": None}],
+    )
+    third = json.loads(ok(capture(tmp_path, kafka_broker.bootstrap, r"once\..*")))
+    assert third["events"] == 10 and third["records"] == 11  # the tombstone is read, and lands nothing
+    ids = landed_ids(tmp_path / "lake")
+    assert sorted(ids) == sorted([(k, "c") for k in range(1, 31)] + [(k, "u") for k in range(1, 11)])
+    ranges = [r for m in roll_manifests(tmp_path / "lake") for r in m.get("kafka", [])]
+    assert sum(r["to"] - r["from"] for r in ranges) == 41  # every offset read once, in one manifest
+
+
+def test_a_kill_before_the_manifest_lands_nothing_and_the_rerun_lands_once(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    produce(kafka_broker.bootstrap, "kill.public.t", [dbz("c", k, 100 + k) for k in range(1, 21)])
+    crashed = capture(
+        tmp_path, kafka_broker.bootstrap, r"kill\..*", env={INGEST_CRASH_ENV: "before-manifest"}
+    )
+    assert crashed.returncode != 0
+    assert landed_ids(tmp_path / "lake") == []  # the files it wrote count for nothing
+    ok(capture(tmp_path, kafka_broker.bootstrap, r"kill\..*"))
+    assert sorted(landed_ids(tmp_path / "lake")) == [(k, "c") for k in range(1, 21)]
+
+
+def test_a_kill_after_the_manifest_reads_nothing_twice(kafka_broker: LocalKafka, tmp_path: Path) -> None:
+    produce(kafka_broker.bootstrap, "killed.public.t", [dbz("c", k, 100 + k) for k in range(1, 21)])
+    crashed = capture(
+        tmp_path, kafka_broker.bootstrap, r"killed\..*", env={INGEST_CRASH_ENV: "after-manifest"}
+    )
+    assert crashed.returncode != 0
+    again = json.loads(ok(capture(tmp_path, kafka_broker.bootstrap, r"killed\..*")))
+    assert again["events"] == 0
+    assert sorted(landed_ids(tmp_path / "lake")) == [(k, "c") for k in range(1, 21)]
+
+
+def test_a_record_that_does_not_parse_is_named_and_nothing_lands(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    produce(
+        kafka_broker.bootstrap,
+        "bad.public.t",
+        [dbz("c", 1, 101), {"key": {"id": 2}, "value": b"{not json"}],
+        partitions=1,
+    )
+    res = capture(tmp_path, kafka_broker.bootstrap, r"bad\..*")
+    assert res.returncode == 2
+    last = res.stderr.strip().splitlines()[-1]
+    assert "kafka:bad.public.t[0] offset 1" in last and "nothing landed" in last, res.stderr
+    assert "Traceback" not in res.stderr and "py4j" not in res.stderr.lower()
+    assert roll_manifests(tmp_path / "lake") == []
+
+
+def test_a_topic_of_another_format_is_refused(kafka_broker: LocalKafka, tmp_path: Path) -> None:
+    produce(
+        kafka_broker.bootstrap,
+        "orders-json",
+        [{"key": None, "value": {"order": 1, "amount": 5}}],
+        partitions=1,
+    )
+    res = capture(tmp_path, kafka_broker.bootstrap, "orders-json")
+    assert res.returncode == 2
+    assert "kafka:orders-json[0] offset 0" in res.stderr.strip().splitlines()[-1], res.stderr
+    assert roll_manifests(tmp_path / "lake") == []
+
+
+def test_no_matching_topic_and_a_broker_that_is_down_are_one_line_each(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    res = capture(tmp_path, kafka_broker.bootstrap, r"nothing\.like\.this")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "no topic at" in res.stderr and "matches --topics" in res.stderr
+    started = time.monotonic()
+    res = capture(tmp_path, "127.0.0.1:1", r".*")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "cannot reach the Kafka broker at 127.0.0.1:1" in res.stderr
+    assert (
+        time.monotonic() - started < 120
+    )  # refused before any Spark starts (no timing asserted beyond that)
+    assert not (tmp_path / "lake" / "log").exists()
+
+
+def test_offsets_retention_deleted_are_refused_then_skipped_when_told(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = "gone.public.t"
+    produce(kafka_broker.bootstrap, topic, [dbz("c", k, 100 + k) for k in range(1, 6)], partitions=1)
+    ok(capture(tmp_path, kafka_broker.bootstrap, r"gone\..*"))
+    produce(kafka_broker.bootstrap, topic, [dbz("c", k, 100 + k) for k in range(6, 16)], partitions=1)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, 10)]).values():  # as retention does
+        future.result(timeout=30)
+    res = capture(tmp_path, kafka_broker.bootstrap, r"gone\..*")
+    assert res.returncode == 2, res.stderr
+    line = res.stderr.strip().splitlines()[-1]
+    assert "gone.public.t[0]: offsets 5 to 9 were deleted before they landed" in line
+    assert "--skip-lost-offsets" in line
+    told = json.loads(ok(capture(tmp_path, kafka_broker.bootstrap, r"gone\..*", "--skip-lost-offsets")))
+    assert told["events"] == 5 and told["skipped_lost_offsets"] == [
+        {"topic": topic, "partition": 0, "from": 5, "to": 10}
+    ]
+    assert sorted(k for k, _ in landed_ids(tmp_path / "lake")) == [*range(1, 6), *range(11, 16)]
+
+
+def test_follow_lands_as_records_arrive_and_stops_on_sigterm(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    topic = "follow.public.t"
+    produce(kafka_broker.bootstrap, topic, [dbz("c", 1, 101)])
+    (tmp_path / "types.json").write_text(json.dumps(TYPES))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_backfill.cli", "capture", "kafka", "--bootstrap-servers", kafka_broker.bootstrap,
+         "--topics", r"follow\..*", "--landing", "lake", "--column-types", "types.json", "--follow", "--interval", "0.5"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while len(landed_ids(tmp_path / "lake")) < 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        produce(kafka_broker.bootstrap, topic, [dbz("c", k, 100 + k) for k in range(2, 6)])
+        while len(landed_ids(tmp_path / "lake")) < 5 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert sorted(k for k, _ in landed_ids(tmp_path / "lake")) == [1, 2, 3, 4, 5]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert json.loads(out.strip().splitlines()[-1])["events"] == 5
+
+
+def test_follow_goes_on_through_a_broker_restart_and_lands_each_record_once(tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "broker")  # the test's own: it is killed
+    try:
+        topic = "restart.public.t"
+        produce(broker.bootstrap, topic, [dbz("c", k, 100 + k) for k in range(1, 11)])
+        (tmp_path / "types.json").write_text(json.dumps(TYPES))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cdc_backfill.cli", "capture", "kafka", "--bootstrap-servers", broker.bootstrap,
+             "--topics", r"restart\..*", "--landing", "lake", "--column-types", "types.json", "--follow",
+             "--interval", "0.5"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 300
+            while len(landed_ids(tmp_path / "lake")) < 10 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            broker.kill()  # kill -9, mid-run: rounds fail while it is down
+            time.sleep(5)
+            broker.start()
+            produce(broker.bootstrap, topic, [dbz("u", k, 200 + k) for k in range(1, 11)])
+            while len(landed_ids(tmp_path / "lake")) < 20 and time.monotonic() < deadline:
+                time.sleep(0.5)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err[-3000:]
+        assert json.loads(out.strip().splitlines()[-1])["events"] == 20
+        assert sorted(landed_ids(tmp_path / "lake")) == sorted(
+            [(k, "c") for k in range(1, 11)] + [(k, "u") for k in range(1, 11)]
+        )
+    finally:
+        broker.close()
