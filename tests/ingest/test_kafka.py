@@ -10,9 +10,11 @@ import pytest
 from cdc_backfill.ingest.kafka import (
     LOST_KEY,
     MANIFEST_KEY,
+    NOTES_KEY,
     OffsetRange,
     Plan,
     committed,
+    manifest_notes,
     plan,
     spark_offsets,
 )
@@ -73,3 +75,9 @@ def test_spark_reads_exactly_the_planned_offsets() -> None:
 
 def test_a_plan_without_records_has_nothing_to_land() -> None:
     assert Plan(()).records == 0 and Plan(()).manifest_entries() == {MANIFEST_KEY: []}
+
+
+def test_notifications_in_manifests_count_once_their_manifest_exists() -> None:
+    note = {"id": "sig-1", "type": "COMPLETED", "aggregate_type": "Incremental Snapshot"}
+    manifests = [{MANIFEST_KEY: []}, {MANIFEST_KEY: [], NOTES_KEY: [note]}]
+    assert manifest_notes(manifests) == [{**note, "applied": True}]

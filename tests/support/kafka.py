@@ -231,3 +231,21 @@ class KafkaDrain:
         self.rounds += 1
         pattern = re.escape(self.connect.topic_prefix) + r"\..*"
         return capture_kafka(self.spark, self.landing, Broker(self.connect.bootstrap), pattern, self.sources)
+
+
+def wait_for_snapshot(connect: LocalConnect, signal_id: str, timeout: float = 600.0) -> str:
+    """Debezium's last word on the snapshot ``signal_id`` from the notification topic: COMPLETED or
+    ABORTED (AssertionError after ``timeout`` seconds)."""
+    topic = connect.notification_topic
+    ended: list[str] = []
+
+    def done(reader: TopicReader) -> bool:
+        for rec in reader.records[topic]:
+            note = payload(rec.value) or {}
+            if note.get("id") == signal_id and note.get("type") in ("COMPLETED", "ABORTED"):
+                ended.append(note["type"])
+        return bool(ended)
+
+    with TopicReader(connect.bootstrap, topic) as reader:
+        reader.until(done, timeout=timeout, what=f"the end of snapshot {signal_id}")
+    return ended[-1]

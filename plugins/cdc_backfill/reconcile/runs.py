@@ -20,8 +20,10 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHANGED, valid_counts
+from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.inputs import ingest_paths
+from cdc_backfill.ingest.kafka import manifest_notes
 from cdc_backfill.lakepath import lake_path, parquet_metadata
 from cdc_backfill.layout import (
     debezium_dir,
@@ -133,6 +135,9 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
         # listed before the run lists its manifests: a file named here is in a manifest the run reads
         names = ingested_names(landing) if found else set()
         notes = tuple({**n, "applied": n.get("landed_in") in names} for n in found)
+    read = manifest_notes(roll_manifests(landing))  # those capture kafka read from a notification topic
+    if read:
+        notes = (*(notes or ()), *read)
     return RunInput(collection, previous, meta, chunks, notes)
 
 

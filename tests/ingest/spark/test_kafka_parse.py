@@ -91,3 +91,16 @@ def test_dataworks_values_heartbeats_and_bad_records() -> None:
     assert any(e["op"] == "h" for e in events)
     bad = [e for e in events if e["quarantine_reason"]]
     assert [(b["file"], b["line"]) for b in bad] == [("kafka:t[2]", 9)]
+
+
+def test_a_notification_is_kept_whole_for_the_manifest() -> None:
+    note = {"id": "sig-1", "type": "TABLE_SCAN_COMPLETED", "aggregate_type": "Incremental Snapshot",
+            "additional_data": {"scanned_collection": "public.t", "status": "SUCCEEDED"}, "timestamp": 1}  # fmt: skip
+    wrapped = {"schema": {"type": "struct"}, "payload": note}  # the JSON converter with schemas on
+    rows = [
+        ("app.notifications", 0, 4, {"id": "sig-1"}, note, None),
+        ("app.notifications", 0, 5, None, wrapped, None),
+    ]
+    events = parsed(rows)
+    assert [(e["op"], e["collection"], e["line"]) for e in events] == [("h", None, 4), ("h", None, 5)]
+    assert all(json.loads(e["record"]) == note and e["quarantine_reason"] is None for e in events)

@@ -137,11 +137,13 @@ def land(
     record: dict[str, Any],
     summary: dict[str, Any],
     strict: bool = False,
+    more: Callable[[DataFrame], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Parse the run's input, type each collection's events, write them as log files and commit them
     with one manifest that also holds ``record`` (what the run read: its input files, its offsets).
     ``summary``: the run's (``empty_summary``), filled in. ``strict``: a record that cannot be read
-    refuses the run (InputError) instead of going to the quarantine."""
+    refuses the run (InputError) instead of going to the quarantine. ``more``: what else the manifest
+    records, read from the parsed rows."""
     landing = lake_path(landing)
     started = time.time()
     run = summary["run"]
@@ -169,7 +171,7 @@ def land(
         rmtree(stage)
         return summary
     crash_point(INGEST_CRASH_ENV, "before-manifest")
-    write_manifest(landing, run, record, written, totals, summary)
+    write_manifest(landing, run, {**record, **(more(parsed) if more else {})}, written, totals, summary)
     crash_point(INGEST_CRASH_ENV, "after-manifest")
     rmtree(stage)
     summary["seconds"] = round(time.time() - started, 1)

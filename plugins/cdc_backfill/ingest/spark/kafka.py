@@ -16,12 +16,14 @@ transaction after a connector restart (``events.positions.PgStream``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.events.dataworks import is_dataworks
@@ -30,7 +32,7 @@ from cdc_backfill.events.parse import DEFAULT_OPTIONS, RECORD_EXCERPT, ParseOpti
 from cdc_backfill.events.positions import KEY_CHANGE_CREATE, KEY_CHANGE_DELETE, PgStream
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
 from cdc_backfill.ingest.inputs import InputError, ingest_lock, remove_unnamed
-from cdc_backfill.ingest.kafka import OffsetRange, Plan, landed_offsets, plan, spark_offsets
+from cdc_backfill.ingest.kafka import NOTES_KEY, OffsetRange, Plan, landed_offsets, plan, spark_offsets
 from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import empty_summary, land
 from cdc_backfill.ingest.spark.parse import PARSED_SCHEMA, ParsedColumns
@@ -87,6 +89,27 @@ def record_of(key: bytes | None, value: bytes, options: ParseOptions) -> tuple[o
     return {"key": loads(key), "value": doc}, b'{"key":' + key + b',"value":' + value + b"}"
 
 
+def notification(value: bytes) -> str | None:
+    """A Debezium notification (``notification.enabled.channels=sink``) as its JSON text, else None (pure):
+    kept whole for the manifest, where the phantom rule reads when Debezium's snapshots ended."""
+    if b'"aggregate_type"' not in value:
+        return None
+    doc = loads(value)
+    doc = doc.get("payload", doc) if isinstance(doc, dict) and "schema" in doc else doc
+    if isinstance(doc, dict) and "op" not in doc and {"id", "type", "aggregate_type"} <= set(doc):
+        return json.dumps(doc, sort_keys=True)
+    return None
+
+
+def notes_of(parsed: DataFrame) -> dict[str, Any]:
+    """The notifications a run read, in their partitions' order, for its manifest (``NOTES_KEY``)."""
+    rows = (
+        parsed.where(F.col("op") == "h").where(F.col("record").isNotNull()).select("file", "line", "record")
+    )
+    notes = [json.loads(r["record"]) for r in sorted(rows.collect(), key=lambda r: (r["file"], r["line"]))]
+    return {NOTES_KEY: notes} if notes else {}
+
+
 def key_change(headers: list[dict[str, object]] | None) -> int | None:
     """The half of a key change a record's headers name, if any (pure)."""
     for header in headers or ():
@@ -114,6 +137,10 @@ def parse_kafka_batches(
                 continue
             where = origin(topic, partition)
             raw = value
+            note = notification(value)
+            if note is not None:
+                out.add_marker(note, where, offset)
+                continue
             try:
                 record, raw = record_of(key, value, options)
                 stream = streams.setdefault(where, PgStream(after))
@@ -161,7 +188,7 @@ def ingest_kafka(
     def parse(options: ParseOptions, typing: Typing | None) -> DataFrame:
         return parse_kafka(kafka_records(spark, broker, todo.ranges), options, after)
 
-    return land(spark, landing, parse, sources, todo.manifest_entries(), summary, strict=True)
+    return land(spark, landing, parse, sources, todo.manifest_entries(), summary, strict=True, more=notes_of)
 
 
 def capture_kafka(

@@ -178,6 +178,15 @@ class ParsedColumns:
         ):
             c.append(value)
 
+    def add_marker(self, text: str, path: str, lineno: int) -> None:
+        """A marker (``h``) that carries its record: a Debezium notification, kept for the manifest."""
+        for c, value in zip(self.cols[:10], (None, "h"), strict=False):
+            c.append(value)
+        for c in self.cols[2:10]:
+            c.append(None)
+        for c, value in zip(self.cols[10:], (path, lineno, None, text, None, None, None, None), strict=True):
+            c.append(value)
+
     def flush(self) -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays(
             [pa.array(c, type=t) for c, t in zip(self.cols, ARROW_SCHEMA.types, strict=True)],
