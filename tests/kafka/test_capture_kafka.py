@@ -18,7 +18,7 @@ import pytest
 from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.faults import INGEST_CRASH_ENV
 from cdc_backfill.kafka.local import LocalKafka
-from tests.support.cli import cli, ok
+from tests.support.cli import as_printed, cli, ok
 from tests.support.kafka import start_broker
 from tests.support.records import capture_record
 from tests.support.state import state_table
@@ -298,3 +298,19 @@ def test_a_dataworks_topic_reconciles_to_the_truth(kafka_broker: LocalKafka, tmp
     state = state_table(tmp_path / "state", "shop.items").to_pylist()
     got = {r["id"]: (r["name"], r["price"]) for r in state}
     assert got == {i: (f"item {i}", 2.5 if i <= 10 else 1.0) for i in range(1, 15)}
+
+
+def test_the_printed_command_runs_as_printed_and_prints_no_secret(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    produce(kafka_broker.bootstrap, "printed.public.t", [dbz("c", 1, 101)], partitions=1)
+    (tmp_path / "types.json").write_text(json.dumps(TYPES))
+    args = ["capture", "kafka", "--bootstrap-servers", kafka_broker.bootstrap, "--topics", r"printed\..*",
+            "--landing", "lake", "--column-types", "types.json", "--drain", "--print-command",
+            "--property", "client.id=s3cret-client"]  # fmt: skip
+    res = cli(tmp_path, *args)
+    assert res.returncode == 0 and "s3cret" not in res.stdout + res.stderr
+    assert "CDC_BACKFILL_KAFKA_PROPERTIES" in res.stderr and not (tmp_path / "lake").exists()
+    ran = as_printed(tmp_path, res.stdout.strip())
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads(ran.stdout.strip().splitlines()[-1])["events"] == 1

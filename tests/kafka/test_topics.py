@@ -52,3 +52,10 @@ def test_a_failed_read_is_one_line_without_the_jvms_trace() -> None:
     )
     line = read_failure(exc, Broker("127.0.0.1:1"))
     assert "\n" not in line and "Timed out waiting for a node assignment" in line and "o123" not in line
+
+
+def test_a_jaas_login_reaches_the_planner_as_librdkafkas_user_and_password() -> None:
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="p\\"w";'
+    config = client_config(Broker("b:9092", {"sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas}))
+    assert config["sasl.username"] == "app" and config["sasl.password"] == 'p"w'
+    assert config["sasl.mechanism"] == "SCRAM-SHA-512" and "sasl.jaas.config" not in config

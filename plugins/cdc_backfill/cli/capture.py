@@ -121,7 +121,7 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
     from cdc_backfill.cli.reconcile import submit_and_relay
     from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
     from cdc_backfill.ingest.columns import ColumnsError, read_column_types
-    from cdc_backfill.kafka.topics import Broker, KafkaError, partitions
+    from cdc_backfill.kafka.topics import PROPERTIES_ENV, Broker, KafkaError, partitions
     from cdc_backfill.spark.submit import capture_kafka_command, printed_command, submit_environ
 
     def refuse(message: str) -> int:
@@ -129,8 +129,10 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
         return 2
 
     try:
-        properties = dict(_kafka_property(p) for p in args.property)
-        broker = Broker(args.bootstrap_servers, properties)
+        given = Broker.from_environ(args.bootstrap_servers)  # CDC_BACKFILL_KAFKA_PROPERTIES, if set
+        broker = Broker(
+            args.bootstrap_servers, {**given.properties, **dict(map(_kafka_property, args.property))}
+        )
         if args.column_types:
             read_column_types(Path(args.column_types))  # a bad file is refused before Spark starts
         setting = resolve_source(args.source)
@@ -140,7 +142,6 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
             )  # a broker that is down, topics that do not exist: now, not in Spark
     except (ColumnsError, ConfigError, KafkaError) as exc:
         return refuse(str(exc))
-    lake_path(args.landing).mkdir(parents=True, exist_ok=True)
     cmd = capture_kafka_command(
         args.landing, args.bootstrap_servers, args.topics, follow=args.follow, interval=args.interval,
         master=args.master, catalog=setting is not None, column_types=args.column_types,
@@ -148,7 +149,11 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.print_command:
         print(printed_command(cmd, args.master))
+        if args.property:  # secrets are never printed: the job reads them from the environment
+            print(f"cdc-backfill capture kafka: the --property settings are not in the command above; export "
+                  f"{PROPERTIES_ENV} as a JSON object of them first", file=sys.stderr)  # fmt: skip
         return 0
+    lake_path(args.landing).mkdir(parents=True, exist_ok=True)
     env = {**submit_environ(args.master), **broker.environ()}
     if setting is not None:
         env[SOURCE_URL_ENV] = setting.url  # not on the command line, where ps would show its password

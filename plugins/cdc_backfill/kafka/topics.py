@@ -94,11 +94,18 @@ class Partition:
         return f"{self.topic}[{self.partition}]"
 
 
+# The user name and password of a JAAS login (PLAIN, SCRAM), as Java clients take them: librdkafka takes
+# them as sasl.username and sasl.password
+_JAAS = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
 def client_config(broker: Broker) -> dict[str, str]:
     """librdkafka's settings for ``broker`` (pure)."""
     # librdkafka writes each failed connection to stderr itself: the error this module raises says it once
     config = {"bootstrap.servers": broker.bootstrap, "log_level": "2"}
     config.update({k: v for k, v in broker.properties.items() if k in SAME_NAME})
+    for name, value in _JAAS.findall(broker.properties.get("sasl.jaas.config", "")):
+        config.setdefault(f"sasl.{name}", value.replace('\\"', '"'))
     return config
 
 
