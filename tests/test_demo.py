@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import subprocess
 import sys
@@ -125,3 +127,24 @@ def test_demo_with_its_lake_on_s3_and_every_command_it_prints_runs(
         ran = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert ran.returncode == 0, f"{cmd}\n{ran.stdout}{ran.stderr}"
         assert "(" in ran.stdout.splitlines()[-1]  # "(n rows)"
+
+
+@pytest.mark.slow
+@pytest.mark.pg
+@pytest.mark.spark
+@pytest.mark.kafka
+def test_demo_through_kafka_and_every_command_it_prints_runs(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "cdc_backfill.cli", "demo", "--kafka", "--rows", "3000", "--folder", "demo"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    said = " ".join(res.stdout.split())  # the console wraps its lines
+    assert "Kafka Connect with Debezium streaming to topics demo.*" in said
+    assert re.search(r"capture kafka: [\d,]+ events from \d+ topics", said), res.stdout
+    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    assert summary["changes"] > 0 and all(v["all_equal"] for v in summary["verified"].values()), summary
+    for cmd in res.stdout.split("\nNext:\n", 1)[1].splitlines()[::2]:
+        ran = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, f"{cmd}\n{ran.stdout}{ran.stderr}"

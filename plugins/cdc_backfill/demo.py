@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
+from cdc_backfill.demo_kafka import KafkaStream
 from cdc_backfill.demo_next import TABLES, next_commands
 from cdc_backfill.demo_workers import Capturer, DemoWriter
 from cdc_backfill.lakepath import LakePath, lake_path, rmtree
@@ -159,10 +160,11 @@ def run_demo(
     verbose: bool = False,
     keep: bool = False,
     lake: str | None = None,
+    kafka: bool = False,
 ) -> int:
     """The demo in ``folder`` (emptied first); ``keep``: its PostgreSQL keeps running afterwards;
     ``lake``: where its landing and state go instead of the folder (``s3://bucket/prefix``, emptied first
-    too)."""
+    too); ``kafka``: the stream through a local broker and Kafka Connect (``demo_kafka``)."""
     from cdc_backfill.pg.embedded import EmbeddedPostgres
 
     EmbeddedPostgres.stop_kept(folder / "postgres")  # a server kept by an earlier demo --keep
@@ -176,7 +178,7 @@ def run_demo(
         for old in (landing, state):  # an earlier demo's, in the same lake
             rmtree(old)
     with quiet_console(folder / "demo.log", verbose):
-        return _run_demo(folder, landing, state, rows, readers, chunk_size, verbose, keep)
+        return _run_demo(folder, landing, state, rows, readers, chunk_size, verbose, keep, kafka)
 
 
 def stop_demo(folder: Path) -> bool:
@@ -200,7 +202,7 @@ class _Run:
 
 def _run_demo(
     folder: Path, landing: LakePath, state: LakePath, rows: int, readers: int, chunk_size: int,
-    verbose: bool, keep: bool,
+    verbose: bool, keep: bool, kafka: bool = False,
 ) -> int:  # fmt: skip
     from rich.console import Console
 
@@ -211,15 +213,19 @@ def _run_demo(
     t0 = time.monotonic()
     pg = EmbeddedPostgres(folder / "postgres", settings={"max_wal_size": "1GB"}).start()
     engine: sa.Engine | None = None
+    stream: KafkaStream | None = None
     try:
         url = pg.url
         engine = source_engine(url, pool_pre_ping=True)
         run = _Run(console, url, engine, landing, state, f)
-        store, capturer = _set_up(run)
+        stream = KafkaStream(folder, url, landing, TABLES) if kafka else None
+        store, capturer = _set_up(run, stream)
         f.seconds["setup"] = time.monotonic() - t0
         _snapshot_while_writing(run, store, capturer, readers, chunk_size)
-        _reconcile_and_verify(run)
+        _reconcile_and_verify(run, stream)
     finally:
+        if stream is not None:
+            stream.close()
         if engine is not None:
             engine.dispose()
         if keep:
@@ -232,9 +238,9 @@ def _run_demo(
     return 0 if ok else 1
 
 
-def _set_up(run: _Run) -> tuple[SignalStore, Capturer]:
+def _set_up(run: _Run, stream: KafkaStream | None = None) -> tuple[SignalStore, Capturer | KafkaStream]:
     """Step 1: the sample tables seeded, the signal tables created, and the slot made by a first drain
-    before anything changes."""
+    before anything changes (with ``stream``: Kafka Connect started on the source instead)."""
     from cdc_backfill.signals.store import SignalStore
 
     with run.engine.begin() as conn:
@@ -245,13 +251,19 @@ def _set_up(run: _Run) -> tuple[SignalStore, Capturer]:
     run.console.print(
         f"[bold]1.[/] embedded PostgreSQL at {run.url}: {run.figures.rows:,} rows in {', '.join(TABLES)}"
     )
+    if stream is not None:
+        bootstrap = stream.open()
+        run.console.print(
+            f"    Kafka broker at {bootstrap}; Kafka Connect with Debezium streaming to topics demo.*"
+        )
+        return store, stream
     capturer = Capturer(run.url, run.landing)
     capturer.drain()  # the slot exists before anything changes
     return store, capturer
 
 
 def _snapshot_while_writing(
-    run: _Run, store: SignalStore, capturer: Capturer, readers: int, chunk_size: int
+    run: _Run, store: SignalStore, capturer: Capturer | KafkaStream, readers: int, chunk_size: int
 ) -> None:
     """Steps 2 and 3: the snapshot of both tables while the writer changes them and the capture follows
     the stream; then the writer stops and everything committed is landed."""
@@ -307,10 +319,11 @@ def _snapshot_with_progress(run: _Run, snap: SnapshotEngine) -> None:
         raise failure[0]
 
 
-def _reconcile_and_verify(run: _Run) -> None:
-    """Steps 4 and 5 on one Spark session: the landing reconciled into the state, then each table
-    verified against the source, range by range."""
+def _reconcile_and_verify(run: _Run, stream: KafkaStream | None = None) -> None:
+    """Steps 4 and 5 on one Spark session: the landing reconciled into the state (with ``stream``: the
+    topics landed first), then each table verified against the source, range by range."""
     from cdc_backfill.reconcile.spark.job import reconcile_landing
+    from cdc_backfill.spark.packages import kafka_source
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.verify.ranges import DEFAULT_RANGES
     from cdc_backfill.verify.spark.stats import verify_collection
@@ -318,8 +331,14 @@ def _reconcile_and_verify(run: _Run) -> None:
     f = run.figures
     t2 = time.monotonic()
     run.console.print("[bold]4.[/] reconcile (Spark): its steps follow")
-    spark = build_session("cdc_backfill_demo", master=SPARK_MASTER)
+    conf = {"spark.jars.packages": kafka_source()} if stream is not None else None
+    spark = build_session("cdc_backfill_demo", master=SPARK_MASTER, conf=conf)
     try:
+        if stream is not None:
+            landed = stream.land(spark)
+            run.console.print(
+                f"    capture kafka: {landed['events']:,} events from {len(landed['topics'])} topics"
+            )
         f.reconcile = reconcile_landing(spark, run.landing, run.state)
         f.seconds["reconcile"] = time.monotonic() - t2
         run.console.print(f"    state written to {run.state}")

@@ -85,7 +85,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 0
     return run_demo(
         Path(args.folder), rows=args.rows, readers=args.readers, verbose=args.verbose, keep=args.keep,
-        lake=args.lake,
+        lake=args.lake, kafka=args.kafka,
     )  # fmt: skip
 
 
@@ -184,7 +184,7 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "reconcile, verify",
         epilog="examples:\n  cdc-backfill demo\n  cdc-backfill demo --rows 50000 --folder /tmp/demo\n"
         "  cdc-backfill demo --keep          # then the printed commands; cdc-backfill demo --stop\n"
-        "  cdc-backfill demo --lake s3://my-bucket/demo\n",
+        "  cdc-backfill demo --lake s3://my-bucket/demo\n  cdc-backfill demo --kafka\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--folder", default=".cdc/demo", help="where the demo's server, landing zone and "
@@ -196,6 +196,8 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     demo.add_argument("--stop", action="store_true", help="stop the PostgreSQL a demo --keep left running")
     demo.add_argument("--rows", type=int, default=200_000, help="rows seeded over both tables (200000)")
     demo.add_argument("--readers", type=int, default=2, help="snapshot readers (2)")
+    demo.add_argument("--kafka", action="store_true", help="the stream through a local Kafka broker and Kafka "
+                      "Connect running Debezium (their jars fetched with Maven on first use)")  # fmt: skip
     demo.set_defaults(func=_cmd_demo)
 
 

@@ -1,0 +1,110 @@
+"""``cdc-backfill demo --kafka``: the demo's stream through a real Kafka broker and Kafka Connect running
+Debezium's PostgreSQL connector, both local processes from Maven Central's jars (``cdc_backfill.kafka``).
+
+Connect streams the sample tables and the signal table to topics from the moment it starts (it reads
+no signals itself: the native engine snapshots, and its watermarks travel through Kafka); ``capture
+kafka`` lands the topics in the log once the writer has stopped, after a marker row committed last has
+reached its topic, so that everything committed before it is there to land.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from cdc_backfill.lakepath import LakePath
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
+
+PREFIX = "demo"
+MARKER_TIMEOUT_S = 300.0
+
+
+class KafkaStream:
+    """The broker and the Connect worker of a demo, in ``folder``; the capturer's part in the demo (the
+    worker follows the source by itself: :meth:`start` and :meth:`stop` have nothing to do)."""
+
+    def __init__(self, folder: Path, url: str, landing: LakePath, tables: tuple[str, ...]) -> None:
+        from cdc_backfill.kafka.connect import LocalConnect
+        from cdc_backfill.kafka.local import LocalKafka
+
+        self.url = url
+        self.landing = landing
+        self.broker = LocalKafka(folder / "kafka")
+        self.connect = LocalConnect(
+            self.broker.bootstrap, "postgresql://" + url.split("://", 1)[1], PREFIX, list(tables),
+            schemas=False, folder=folder / "connect", engine="native",
+        )  # fmt: skip
+        self.drains = 0
+
+    def open(self) -> str:
+        """The broker, then Connect RUNNING (Maven fetches their jars on first use); the bootstrap."""
+        self.broker.start()
+        self.connect.start()
+        return self.broker.bootstrap
+
+    def start(self) -> None:
+        """Connect follows the source from its start."""
+
+    def stop(self) -> None:
+        """Nothing to stop before the drain: Connect keeps following."""
+
+    def drain(self) -> None:
+        """Wait until Connect has delivered everything committed so far (a marker row, committed now,
+        is on the signal table's topic)."""
+        marker = f"drain-{uuid.uuid4()}"  # 42 characters: the id column's size
+        engine = sa.create_engine(self.url)
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(f"INSERT INTO {DEFAULT_SIGNAL_TABLE} (id, type, data) VALUES (:id, 'log', :data)"),
+                {"id": marker, "data": json.dumps({"message": marker})},
+            )
+        engine.dispose()
+        wait_for_key(self.broker.bootstrap, self.connect.topic(DEFAULT_SIGNAL_TABLE), marker)
+        self.drains += 1
+
+    def land(self, spark: Any) -> dict[str, Any]:
+        """``capture kafka --drain`` of the demo's topics into the landing, in the demo's session."""
+        from cdc_backfill.ingest.columns import ColumnSources, catalog_columns
+        from cdc_backfill.ingest.spark.kafka import capture_kafka
+        from cdc_backfill.kafka.topics import Broker
+
+        sources = ColumnSources(self.landing, DEFAULT_SIGNAL_TABLE, catalog_columns(self.url), None)
+        pattern = re.escape(PREFIX) + r"\..*"
+        return capture_kafka(spark, self.landing, Broker(self.broker.bootstrap), pattern, sources)
+
+    def close(self) -> None:
+        self.connect.close()
+        self.broker.close()
+
+
+def wait_for_key(bootstrap: str, topic: str, row_id: str, timeout: float = MARKER_TIMEOUT_S) -> None:
+    """Read ``topic`` from its start until a record keyed by the row ``row_id`` is there (TimeoutError)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-backfill-demo", "log_level": "2",
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout
+        assigned = False
+        while time.monotonic() < deadline:
+            if not assigned:
+                meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+                if meta is None or meta.error is not None or not meta.partitions:
+                    time.sleep(0.5)  # Connect makes the topic with the table's first change
+                    continue
+                consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
+                assigned = True
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error() is None and msg.key() and json.loads(msg.key()).get("id") == row_id:
+                    return
+        raise TimeoutError(
+            f"the marker {row_id} did not reach {topic} in {timeout:.0f} s: is Connect running?"
+        )
+    finally:
+        consumer.close()
