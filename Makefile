@@ -131,7 +131,8 @@ bench: $(STAMP) bytecode
 	$(PY) -m bench.small_run
 	$(PY) -m bench.debezium --rows $(or $(DEBEZIUM_ROWS),200000)
 	$(PY) -m bench.kafka --records $(or $(KAFKA_RECORDS),200000)
-	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka
+	$(PY) -m bench.kafka_follow
+	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
