@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,11 @@ from cdc_backfill.kafka.connect import LocalConnect
 from cdc_backfill.kafka.jars import jars
 from cdc_backfill.kafka.local import LocalKafka
 from cdc_backfill.kafka.process import KafkaLocalError
+
+
+def unique_name(prefix: str) -> str:
+    """A topic or connector name of a test's own on the session's broker."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def require_jars(kind: str) -> Path:
@@ -206,7 +212,6 @@ class KafkaDrain:
         self.rounds = 0
 
     def __call__(self, timeout: float = 180.0) -> dict[str, Any]:
-        import uuid
 
         import sqlalchemy as sa
 
