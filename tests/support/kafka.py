@@ -212,7 +212,6 @@ class KafkaDrain:
         self.rounds = 0
 
     def __call__(self, timeout: float = 180.0) -> dict[str, Any]:
-
         import sqlalchemy as sa
 
         from cdc_backfill.ingest.spark.kafka import capture_kafka
