@@ -9,20 +9,14 @@ reached its topic, so that everything committed before it is there to land.
 
 from __future__ import annotations
 
-import json
 import re
-import time
-import uuid
 from pathlib import Path
 from typing import Any
-
-import sqlalchemy as sa
 
 from cdc_backfill.lakepath import LakePath
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 PREFIX = "demo"
-MARKER_TIMEOUT_S = 300.0
 
 
 class KafkaStream:
@@ -40,7 +34,6 @@ class KafkaStream:
             self.broker.bootstrap, "postgresql://" + url.split("://", 1)[1], PREFIX, list(tables),
             schemas=False, folder=folder / "connect", engine="native",
         )  # fmt: skip
-        self.drains = 0
 
     def open(self) -> str:
         """The broker, then Connect RUNNING (Maven fetches their jars on first use); the bootstrap."""
@@ -55,18 +48,8 @@ class KafkaStream:
         """Nothing to stop before the drain: Connect keeps following."""
 
     def drain(self) -> None:
-        """Wait until Connect has delivered everything committed so far (a marker row, committed now,
-        is on the signal table's topic)."""
-        marker = f"drain-{uuid.uuid4()}"  # 42 characters: the id column's size
-        engine = sa.create_engine(self.url)
-        with engine.begin() as conn:
-            conn.execute(
-                sa.text(f"INSERT INTO {DEFAULT_SIGNAL_TABLE} (id, type, data) VALUES (:id, 'log', :data)"),
-                {"id": marker, "data": json.dumps({"message": marker})},
-            )
-        engine.dispose()
-        wait_for_key(self.broker.bootstrap, self.connect.topic(DEFAULT_SIGNAL_TABLE), marker)
-        self.drains += 1
+        """Wait until Connect has delivered everything committed so far."""
+        self.connect.caught_up(self.url)
 
     def land(self, spark: Any) -> dict[str, Any]:
         """``capture kafka --drain`` of the demo's topics into the landing, in the demo's session."""
@@ -81,30 +64,3 @@ class KafkaStream:
     def close(self) -> None:
         self.connect.close()
         self.broker.close()
-
-
-def wait_for_key(bootstrap: str, topic: str, row_id: str, timeout: float = MARKER_TIMEOUT_S) -> None:
-    """Read ``topic`` from its start until a record keyed by the row ``row_id`` is there (TimeoutError)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-backfill-demo", "log_level": "2",
-                         "enable.auto.commit": False})  # fmt: skip
-    try:
-        deadline = time.monotonic() + timeout
-        assigned = False
-        while time.monotonic() < deadline:
-            if not assigned:
-                meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-                if meta is None or meta.error is not None or not meta.partitions:
-                    time.sleep(0.5)  # Connect makes the topic with the table's first change
-                    continue
-                consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
-                assigned = True
-            for msg in consumer.consume(num_messages=1000, timeout=0.5):
-                if msg.error() is None and msg.key() and json.loads(msg.key()).get("id") == row_id:
-                    return
-        raise TimeoutError(
-            f"the marker {row_id} did not reach {topic} in {timeout:.0f} s: is Connect running?"
-        )
-    finally:
-        consumer.close()

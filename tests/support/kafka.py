@@ -189,8 +189,7 @@ class TopicReader:
 
 class KafkaDrain:
     """``capture kafka --drain`` in the test's Spark session, once Connect has delivered everything
-    committed so far: a ``log`` signal row is committed as a marker, and the drain waits until the
-    marker's record is on the signal table's topic (Debezium delivers in commit order)."""
+    committed so far (``LocalConnect.caught_up``)."""
 
     def __init__(
         self,
@@ -209,30 +208,12 @@ class KafkaDrain:
         self.spark = spark
         self.signal_table = signal_table
         self.sources = ColumnSources(landing, signal_table, catalog_columns(plain_url(url)), None)
-        self.rounds = 0
 
     def __call__(self, timeout: float = 180.0) -> dict[str, Any]:
-        import sqlalchemy as sa
-
         from cdc_backfill.ingest.spark.kafka import capture_kafka
         from cdc_backfill.kafka.topics import Broker
 
-        marker = f"drain-{uuid.uuid4()}"
-        engine = sa.create_engine(self.url)
-        with engine.begin() as conn:
-            conn.execute(
-                sa.text(f"INSERT INTO {self.signal_table} (id, type, data) VALUES (:id, 'log', :data)"),
-                {"id": marker, "data": json.dumps({"message": marker})},
-            )
-        engine.dispose()
-        topic = self.connect.topic(self.signal_table)
-        with TopicReader(self.connect.bootstrap, topic) as reader:
-            reader.until(
-                lambda r: any(isinstance(payload(rec.key), dict) and payload(rec.key).get("id") == marker
-                              for rec in r.records[topic]),
-                timeout=timeout, what=f"the drain marker {marker}",
-            )  # fmt: skip
-        self.rounds += 1
+        self.connect.caught_up(self.url, timeout)
         pattern = re.escape(self.connect.topic_prefix) + r"\..*"
         return capture_kafka(self.spark, self.landing, Broker(self.connect.bootstrap), pattern, self.sources)
 

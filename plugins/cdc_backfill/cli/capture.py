@@ -84,7 +84,7 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
         print("cdc-backfill capture debezium: give --drain or --follow", file=sys.stderr)
         return 2
     try:
-        extra = dict(_property(p) for p in args.property)
+        extra = dict(_property(p, DebeziumConfigError, "a Debezium property") for p in args.property)
         settings = DebeziumSettings(
             url=require_source_url(args.source),
             collections=tuple(args.collections or ()),
@@ -131,7 +131,11 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
     try:
         given = Broker.from_environ(args.bootstrap_servers)  # CDC_BACKFILL_KAFKA_PROPERTIES, if set
         broker = Broker(
-            args.bootstrap_servers, {**given.properties, **dict(map(_kafka_property, args.property))}
+            args.bootstrap_servers,
+            {
+                **given.properties,
+                **dict(_property(p, KafkaError, "a Kafka client setting") for p in args.property),
+            },
         )
         if args.column_types:
             read_column_types(Path(args.column_types))  # a bad file is refused before Spark starts
@@ -160,21 +164,12 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
     return submit_and_relay(cmd, env, stop_job="capture_kafka.py" if args.follow else None)
 
 
-def _kafka_property(text: str) -> tuple[str, str]:
-    from cdc_backfill.kafka.topics import KafkaError
-
+def _property(text: str, error: type[Exception], what: str) -> tuple[str, str]:
+    """``--property KEY=VALUE`` as (key, value); ``error`` names the option's key alone, never a value
+    (a password, say)."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise KafkaError(f"--property {text.split('=')[0]!r}: write KEY=VALUE (a Kafka client setting)")
-    return key.strip(), value
-
-
-def _property(text: str) -> tuple[str, str]:
-    from cdc_backfill.capture.debezium_config import DebeziumConfigError
-
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise DebeziumConfigError(f"--property {text!r}: write KEY=VALUE (a Debezium property)")
+        raise error(f"--property {text.split('=')[0]!r}: write KEY=VALUE ({what})")
     return key.strip(), value
 
 

@@ -44,10 +44,14 @@ class _Buffer:
     in_order: bool = True  # positions came in ascending order (a capture's do): no sort at the roll
 
 
-def roll_manifests(landing: Path) -> list[dict[str, Any]]:
-    """Every roll manifest of the landing (the capture's and ingest's), in name order."""
+def roll_manifests(landing: Path, ingest_only: bool = False) -> list[dict[str, Any]]:
+    """Every roll manifest of the landing (the capture's and ingest's), in name order; ``ingest_only``:
+    those an ingest wrote (``ingest``, ``capture kafka``), without reading the capture's."""
     folder = rolls_dir(landing)
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("r*.json"))] if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.glob("r*.json") if not ingest_only or is_ingest_file(p.name))
+    return [json.loads(p.read_text()) for p in paths]
 
 
 def named_log_files(landing: Path) -> set[str]:

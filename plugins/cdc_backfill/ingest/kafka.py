@@ -17,9 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.kafka.topics import KafkaError, Partition
-from cdc_backfill.lakepath import LakePath
 
 MANIFEST_KEY = "kafka"  # a manifest's list of the offset ranges it landed
 # ... and the Debezium notifications among its records: committed with the stream read before them
@@ -76,11 +74,6 @@ def committed(manifests: Iterable[Mapping[str, Any]]) -> dict[Partition, int]:
             part = Partition(entry["topic"], int(entry["partition"]))
             out[part] = max(out.get(part, 0), int(entry["to"]))
     return out
-
-
-def landed_offsets(landing: LakePath) -> dict[Partition, int]:
-    """The next offset of every partition the landing has read from (its manifests)."""
-    return committed(roll_manifests(landing))
 
 
 def plan(

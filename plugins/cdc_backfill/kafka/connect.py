@@ -9,6 +9,7 @@ import logging
 import re
 import time
 import urllib.request
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from cdc_backfill.kafka.process import (
 log = logging.getLogger(__name__)
 
 CONNECT_HEAP = "-Xmx512m"
+MARKER_TIMEOUT_S = 300.0
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -199,6 +201,24 @@ class LocalConnect(JavaProcess):
         log.info("connector %s RUNNING in %.1f s", self.name, self.ready_seconds)
         return self
 
+    def caught_up(self, url: str, timeout: float = MARKER_TIMEOUT_S) -> None:
+        """Return once the worker has delivered everything committed at ``url`` (a SQLAlchemy URL of its
+        database) until now: a ``log`` signal row committed now as a marker is on the signal table's
+        topic (Debezium delivers in commit order). TimeoutError after ``timeout`` seconds."""
+        import sqlalchemy as sa
+
+        marker = f"drain-{uuid.uuid4()}"  # 42 characters: the signal table's id column
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(
+                    sa.text(f"INSERT INTO {self.signal_table} (id, type, data) VALUES (:id, 'log', :data)"),
+                    {"id": marker, "data": json.dumps({"message": marker})},
+                )
+        finally:
+            engine.dispose()
+        wait_for_row(self.bootstrap, self.topic(self.signal_table), marker, timeout)
+
     def status(self) -> dict[str, Any] | None:
         """``GET /connectors/<name>/status``, or None while the worker does not answer it."""
         try:
@@ -209,3 +229,38 @@ class LocalConnect(JavaProcess):
 
     def __enter__(self) -> LocalConnect:
         return self.start()
+
+
+def wait_for_row(bootstrap: str, topic: str, row_id: str, timeout: float) -> None:
+    """Read ``topic`` from its start until a record keyed by the row ``row_id`` is there (its key with
+    or without the JSON converter's schema); TimeoutError after ``timeout`` seconds."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-backfill-caught-up", "log_level": "2",
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout
+        assigned = False
+        while time.monotonic() < deadline:
+            if not assigned:
+                meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+                if meta is None or meta.error is not None or not meta.partitions:
+                    time.sleep(0.5)  # Connect makes the topic with the table's first change
+                    continue
+                consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
+                assigned = True
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error() is None and msg.key() and _row_id(json.loads(msg.key())) == row_id:
+                    return
+        raise TimeoutError(
+            f"the marker {row_id} did not reach {topic} in {timeout:.0f} s: is Connect running?"
+        )
+    finally:
+        consumer.close()
+
+
+def _row_id(key: Any) -> Any:
+    """The ``id`` of a record's key, wrapped in ``{schema, payload}`` or not."""
+    if isinstance(key, dict) and "payload" in key and "schema" in key:
+        key = key["payload"]
+    return key.get("id") if isinstance(key, dict) else None

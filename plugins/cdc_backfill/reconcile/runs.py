@@ -135,7 +135,9 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
         # listed before the run lists its manifests: a file named here is in a manifest the run reads
         names = ingested_names(landing) if found else set()
         notes = tuple({**n, "applied": n.get("landed_in") in names} for n in found)
-    read = manifest_notes(roll_manifests(landing))  # those capture kafka read from a notification topic
+    # those capture kafka read from a notification topic, in its manifests (an ingest's: the capture's
+    # rolls, most of a landing's manifests, are not read)
+    read = manifest_notes(roll_manifests(landing, ingest_only=True))
     if read:
         notes = (*(notes or ()), *read)
     return RunInput(collection, previous, meta, chunks, notes)

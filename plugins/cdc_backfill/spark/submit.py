@@ -64,15 +64,20 @@ def ingest_command(
     job = project_root() / "spark_jobs" / "ingest.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_ingest", first_compiler_only=small)
     cmd += [str(job), "--landing", landing, *inputs]
-    if catalog:
-        cmd.append("--catalog")
+    return cmd + typing_args(catalog, column_types, signal_table, verbose)
+
+
+def typing_args(
+    catalog: bool, column_types: str | None, signal_table: str | None, verbose: bool
+) -> list[str]:
+    """The options the jobs that type events share (``ingest``, ``capture kafka``): where types come
+    from, the signal table, the detail of the job's steps."""
+    args = ["--catalog"] if catalog else []
     if column_types:
-        cmd += ["--column-types", column_types]
+        args += ["--column-types", column_types]
     if signal_table:
-        cmd += ["--signal-table", signal_table]
-    if verbose:
-        cmd.append("--verbose")
-    return cmd
+        args += ["--signal-table", signal_table]
+    return [*args, "--verbose"] if verbose else args
 
 
 def capture_kafka_command(
@@ -96,17 +101,9 @@ def capture_kafka_command(
     cmd += ["--bootstrap-servers", bootstrap, "--topics", topics, "--follow" if follow else "--drain"]
     if interval is not None:
         cmd += ["--interval", str(interval)]
-    if catalog:
-        cmd.append("--catalog")
-    if column_types:
-        cmd += ["--column-types", column_types]
-    if signal_table:
-        cmd += ["--signal-table", signal_table]
     if skip_lost_offsets:
         cmd.append("--skip-lost-offsets")
-    if verbose:
-        cmd.append("--verbose")
-    return cmd
+    return cmd + typing_args(catalog, column_types, signal_table, verbose)
 
 
 # A local driver's heap, as a session built in the process gets it (spark.session.LOCAL_CONF): spark-submit

@@ -25,14 +25,14 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_backfill.eventlog.writer import landed_log_position
+from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.events.dataworks import is_dataworks
 from cdc_backfill.events.model import ParseError, Quarantined
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, RECORD_EXCERPT, ParseOptions, loads, parse_record
 from cdc_backfill.events.positions import KEY_CHANGE_CREATE, KEY_CHANGE_DELETE, PgStream
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
 from cdc_backfill.ingest.inputs import InputError, ingest_lock, remove_unnamed
-from cdc_backfill.ingest.kafka import NOTES_KEY, OffsetRange, Plan, landed_offsets, plan, spark_offsets
+from cdc_backfill.ingest.kafka import NOTES_KEY, OffsetRange, Plan, committed, plan, spark_offsets
 from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import empty_summary, land
 from cdc_backfill.ingest.spark.parse import PARSED_SCHEMA, ParsedColumns
@@ -173,17 +173,16 @@ def ingest_kafka(
     broker: Broker,
     todo: Plan,
     sources: ColumnSources,
+    after: int = 0,
     run: str | None = None,
 ) -> dict[str, Any]:
     """Land the records ``todo`` reads (the caller holds the ingest lock, and planned from the landing's
     offsets under it) in the log, exactly once: its manifest records the offset ranges with the files
-    (``ingest.kafka``). A record that does not parse refuses the whole run (InputError, nothing
+    (``ingest.kafka``). ``after``: the greatest LSN landed before (``parse_kafka_batches``). A record that does not parse refuses the whole run (InputError, nothing
     landed), named by topic, partition and offset: a partition's later records must not land past it."""
     summary = {**empty_summary(run, files=0), "records": todo.records, "partitions": len(todo.ranges)}
     if not todo.ranges and not todo.lost:
         return summary
-
-    after = max(landed_log_position(landing)[:1], default=0)  # a connector restart's first transaction
 
     def parse(options: ParseOptions, typing: Typing | None) -> DataFrame:
         return parse_kafka(kafka_records(spark, broker, todo.ranges), options, after)
@@ -205,8 +204,11 @@ def capture_kafka(
     parts = partitions(broker, pattern)
     with ingest_lock(landing):
         remove_unnamed(landing)
-        todo = plan(landed_offsets(landing), offsets(broker, parts), skip_lost)
-        summary = ingest_kafka(spark, landing, broker, todo, sources)
+        manifests = roll_manifests(landing)  # once: the offsets landed, and how far the stream got
+        todo = plan(committed(manifests), offsets(broker, parts), skip_lost)
+        # where a connector restart's first transaction goes: after every LSN landed
+        after = max((m["position"][0] for m in manifests if m["position"]), default=0)
+        summary = ingest_kafka(spark, landing, broker, todo, sources, after)
     summary["topics"] = sorted({p.topic for p in parts})
     if todo.lost:
         summary["skipped_lost_offsets"] = [r.to_dict() for r in todo.lost]
