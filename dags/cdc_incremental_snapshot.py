@@ -36,6 +36,8 @@ def cdc_incremental_snapshot() -> None:
         chunk_compression="{{ params.chunk_compression }}",
         engine="{{ params.engine }}",
         capture="{{ params.capture }}",
+        topics="{{ params.topics }}",
+        kafka_conn_id="{{ params.kafka_conn_id }}",
         source_conn_id="{{ params.source_conn_id }}",
         landing_dir="{{ params.landing_dir }}",
         state_dir="{{ params.state_dir }}",

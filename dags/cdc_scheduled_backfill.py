@@ -42,6 +42,8 @@ for entry in load_schedules(schedules_file(Path(__file__).parent)):
             chunk_compression=entry.chunk_compression,
             engine=entry.engine,
             capture=entry.capture,
+            topics=entry.topics,
+            kafka_conn_id=entry.kafka_conn_id,
             source_conn_id=entry.source_conn_id,
             landing_dir=entry.landing_dir or default_landing(),
             state_dir=entry.state_dir or default_state(),

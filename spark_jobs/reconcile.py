@@ -12,9 +12,12 @@ import json
 import logging
 import sys
 
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
+from cdc_backfill.ingest.columns import ColumnsError, job_sources
 from cdc_backfill.ingest.inputs import InputError
+from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import ingest_landing
+from cdc_backfill.ingest.spark.kafka import capture_rounds
+from cdc_backfill.kafka.topics import Broker, KafkaError, ReadFailed
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
@@ -41,6 +44,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="first ingest the JSON batches in the landing's stream/ (capture debezium)",
     )
+    ap.add_argument(
+        "--bootstrap-servers", help="with --topics: first read the topics (capture kafka --drain)"
+    )
+    ap.add_argument("--topics", help="a regex of whole topic names, read first from --bootstrap-servers")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every detail, Spark's too")
     return ap.parse_args(argv)
 
@@ -48,16 +55,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.verbose)
-    spark = build_session("cdc_backfill_reconcile")
+    landing = lake_path(args.landing)
     try:
-        if args.ingest:  # in the same session: one JVM for both
-            sources = ColumnSources(lake_path(args.landing), args.signal_table, None, None)
-            ingested = ingest_landing(spark, lake_path(args.landing), None, sources)
-            log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
-        summary = reconcile_landing(spark, args.landing, args.state, args.collections, args.signal_table)
-    except (LandingError, ColumnsError, InputError) as exc:
+        broker = Broker.from_environ(args.bootstrap_servers) if args.topics else None
+    except KafkaError as exc:
         log.error("%s", exc)
         return 2
+    spark = build_session("cdc_backfill_reconcile")
+    try:
+        if broker is not None and args.topics:  # in the same session: one JVM for both
+            sources = job_sources(landing, args.signal_table)
+            read = capture_rounds(spark, landing, broker, args.topics, sources, Rounds(None))
+            log.info("read %s record(s) of the topics first", read.get("records", 0))
+        if args.ingest:  # in the same session: one JVM for both
+            sources = job_sources(landing, args.signal_table)
+            ingested = ingest_landing(spark, landing, None, sources)
+            log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
+        summary = reconcile_landing(spark, args.landing, args.state, args.collections, args.signal_table)
+    except (LandingError, ColumnsError, InputError, KafkaError) as exc:
+        log.error("%s", exc)
+        return 1 if isinstance(exc, ReadFailed) else 2
     except StateError as exc:  # a state that cannot be read, or another run committed first
         log.error("%s", exc)
         return 1

@@ -25,6 +25,15 @@ def source_conn(fresh_db: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return "cdc_source"
 
 
+def kafka_conn(bootstrap: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An Airflow connection of the Kafka provider's type, as its UI or ``airflow connections add``
+    writes one: librdkafka's settings in the extra."""
+    conn_id = "kafka_test"
+    conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap, "group.id": "ignored"}}
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+    return conn_id
+
+
 def load_dag(dag_id: str, file: str):  # type: ignore[no-untyped-def]
     from airflow.dag_processing.dagbag import DagBag
 

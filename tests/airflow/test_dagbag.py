@@ -54,7 +54,7 @@ def test_the_snapshot_dag_is_wired_and_its_form_is_described(airflow_db: str) ->
         assert param.description and param.schema.get("type"), name
     assert set(dag.params) == {
         "collections", "condition", "surrogate_key", "chunk_size", "readers", "chunk_compression", "engine",
-        "capture", "source_conn_id", "landing_dir", "state_dir", "verify",
+        "capture", "topics", "kafka_conn_id", "source_conn_id", "landing_dir", "state_dir", "verify",
     }  # fmt: skip
 
 

@@ -12,7 +12,7 @@ import pytest
 from tests.airflow.conftest import load_dag
 from tests.support.cli import cli, ok
 from tests.support.judge import assert_state_is_source, overlap
-from tests.support.pg import InWindow, plain_url, sql
+from tests.support.pg import plain_url, sql, writers_in_every_window
 from tests.support.tamper import corrupt_one_row
 from tests.support.workload import Writers, seed
 
@@ -35,27 +35,19 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
 ) -> None:  # type: ignore[no-untyped-def]
     from airflow.sdk.exceptions import AirflowFailException
 
-    from cdc_backfill.airflow.engine import ScopedSnapshotEngine
     from cdc_backfill.airflow.operators import CdcVerifyOperator
 
     seed(fresh_db, orders=400, lines=400)
     sql(fresh_db, f"INSERT INTO orders VALUES ({QUIET}, 'quiet', 1, NULL)")
     writers = Writers(fresh_db, seed_value=8).start()
-    engine_init = ScopedSnapshotEngine.__init__
     verify_execute = CdcVerifyOperator.execute
 
     def verify_while_writing(self, context):  # type: ignore[no-untyped-def]
         writers.wait_for_changes(20)  # the source has moved on since the reconcile's position
         return verify_execute(self, context)
 
-    def writers_in_every_window(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        # each snapshot task's engine waits inside every window for a writer's change: the overlap is
-        # certain on any machine, not a matter of how many changes fit into the snapshot
-        engine_init(self, *args, **kwargs)
-        self.window_hook = InWindow(fresh_db, action=None, writers=writers)
-
     monkeypatch.setattr(CdcVerifyOperator, "execute", verify_while_writing)
-    monkeypatch.setattr(ScopedSnapshotEngine, "__init__", writers_in_every_window)
+    writers_in_every_window(monkeypatch, fresh_db, writers)
     landing, state = lake / "lake", lake / "state"
     # as a user types them: relative folders beside them, or the s3:// URIs
     typed = ("lake", "state") if isinstance(landing, Path) else (str(landing), str(state))

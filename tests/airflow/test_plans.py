@@ -81,6 +81,21 @@ def test_the_reconcile_tasks_arguments_read_back_as_given(ingest: bool) -> None:
     assert plans.reconcile_args(["--verbose"]) is None and plans.reconcile_args(["--landing"]) is None
 
 
+def test_a_kafka_capture_reads_its_topics_in_the_reconcile_job_named_by_its_arguments() -> None:
+    form = {"collections": "public\\.orders", "landing_dir": "lake", "state_dir": "state", "capture": "kafka",
+            "topics": " cdc\\..* ", "kafka_conn_id": ""}  # fmt: skip
+    request = plans.SnapshotRequest.from_form(form)
+    assert (request.topics, request.kafka_conn_id) == ("cdc\\..*", "kafka_default")
+    assert plans.SnapshotRequest.from_form({**form, "capture": "drain"}).topics is None
+    _, args = plans.reconcile_submit(
+        "lake", "state", ["public.orders"], "public.sig", kafka=("b:9092", "cdc\\..*")
+    )
+    assert "--packages" not in args  # the operator adds Spark's Kafka source; the arguments name the topics
+    assert plans.reconcile_args(args) == plans.ReconcileArgs(
+        "lake", "state", ("public.orders",), True, "cdc\\..*", "b:9092"
+    )
+
+
 def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:
     assert not stream_passed((0, 0), 100)
     assert not stream_passed((99, 120), 100)  # a commit before the fence (its changes may be later)
@@ -172,6 +187,10 @@ def test_a_form_is_normalised_once_into_a_typed_request() -> None:
         ({"engine": "kafka"}, "engine must be one of native, debezium"),
         ({"chunk_compression": "lz4"}, "chunk_compression must be one of auto, none, zstd"),
         ({"landing_dir": ""}, "landing_dir and state_dir must be given"),
+        (
+            {"capture": "kafka", "topics": " "},
+            "capture kafka needs topics: a regular expression of the whole",
+        ),
     ):
         with pytest.raises(ValueError, match=message):
             plans.SnapshotRequest.from_form({**form, **bad})

@@ -30,3 +30,11 @@ def test_a_chunk_compression_is_auto_unless_given_and_a_wrong_one_is_refused() -
 def test_a_wrong_chunk_size_or_readers_is_refused_with_its_entry(key: str, value: object) -> None:
     with pytest.raises(ScheduleError, match=rf"backfill 1 \(orders_daily\): {key} must be 1 to "):
         parse_entry({**ENTRY, key: value}, "backfill 1")
+
+
+def test_a_kafka_capture_needs_its_topics() -> None:
+    entry = {"name": "k", "collections": ["public\\.orders"], "capture": "kafka"}
+    with pytest.raises(ScheduleError, match="capture kafka needs topics"):
+        parse_entry(entry, "f")
+    parsed = parse_entry({**entry, "topics": "cdc\\..*"}, "f")
+    assert (parsed.topics, parsed.kafka_conn_id) == ("cdc\\..*", "kafka_default")

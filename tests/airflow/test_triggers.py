@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,48 @@ def test_debezium_fires_on_its_notification_landed_by_a_sink(
     finally:
         timer.join()
         engine.dispose()
+
+
+@pytest.mark.kafka
+def test_topics_fire_after_debeziums_end_and_then_the_marker_through_them(
+    fresh_db: str, source_conn: str, kafka_broker, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Records produced as Debezium writes them, on a real broker: no marker while the snapshot runs;
+    once COMPLETED is on the notification topic a marker is committed, and the wait ends when the
+    signal table's topic delivers it."""
+    from cdc_backfill.airflow.triggers import CdcTopicsDeliveredTrigger
+    from cdc_backfill.signals.store import SignalStore
+    from tests.airflow.conftest import kafka_conn
+    from tests.support.kafka import note, produce, signal_row, unique_name
+
+    store = SignalStore(fresh_db)
+    store.init()
+    prefix = unique_name("wait").replace("-", "_")
+    bootstrap = kafka_broker.bootstrap
+    produce(bootstrap, f"{prefix}.public.cdc_signal", [signal_row("s1")])
+    produce(bootstrap, f"{prefix}.notifications", [note("s1", "STARTED")], partitions=1)
+    trigger = CdcTopicsDeliveredTrigger(
+        engine="debezium", topics=f"{prefix}\\..*", kafka_conn_id=kafka_conn(bootstrap, monkeypatch),
+        source_conn_id=source_conn, signal_id="s1", poll_seconds=0.1,
+    )  # fmt: skip
+    _, kwargs = trigger.serialize()
+    assert bootstrap not in json.dumps(kwargs)  # ids and names only: the connections stay in Airflow
+
+    def markers() -> list[str]:
+        return [row[0] for row in store.rows() if row[0].startswith("marker-")]
+
+    result: list[object] = []
+    waiter = threading.Thread(target=lambda: result.append(asyncio.run(_first_event(trigger, 120))))
+    waiter.start()
+    time.sleep(2)
+    assert waiter.is_alive() and not markers(), "no marker before Debezium said the snapshot ended"
+    produce(bootstrap, f"{prefix}.notifications", [note("s1", "COMPLETED")], partitions=1)
+    give_up = time.monotonic() + 60
+    while not markers() and time.monotonic() < give_up:
+        time.sleep(0.1)
+    [row] = markers()
+    time.sleep(1)
+    assert waiter.is_alive(), "the marker must come through the topic"
+    produce(bootstrap, f"{prefix}.public.cdc_signal", [signal_row(row, schema=True)])
+    waiter.join(60)
+    assert result == [{"status": "passed", "marker": row, "topic": f"{prefix}.public.cdc_signal"}]

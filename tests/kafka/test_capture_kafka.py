@@ -19,7 +19,7 @@ from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.faults import INGEST_CRASH_ENV
 from cdc_backfill.kafka.local import LocalKafka
 from tests.support.cli import as_printed, cli, ok
-from tests.support.kafka import start_broker
+from tests.support.kafka import produce, start_broker
 from tests.support.records import capture_record
 from tests.support.state import state_table
 
@@ -37,22 +37,6 @@ def dbz(op: str, key: int, lsn: int) -> dict[str, Any]:
     del source["commit_lsn"]
     source["sequence"] = json.dumps([str(lsn - 1), str(lsn)])
     return record
-
-
-def produce(bootstrap: str, topic: str, records: list[dict[str, Any]], partitions: int = 3) -> None:
-    """``records`` on ``topic`` (made with ``partitions``), each keyed as Connect keys it."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    if topic not in admin.list_topics(timeout=10).topics:
-        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for r in records:
-        key = None if r.get("key") is None else json.dumps(r["key"]).encode()
-        value = r["value"] if isinstance(r["value"], bytes) else json.dumps(r["value"]).encode()
-        producer.produce(topic, value=value, key=key)
-    producer.flush(30)
 
 
 def capture(

@@ -59,3 +59,38 @@ def test_a_jaas_login_reaches_the_planner_as_librdkafkas_user_and_password() -> 
     config = client_config(Broker("b:9092", {"sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas}))
     assert config["sasl.username"] == "app" and config["sasl.password"] == 'p"w'
     assert config["sasl.mechanism"] == "SCRAM-SHA-512" and "sasl.jaas.config" not in config
+
+
+def test_an_airflow_kafka_connection_reaches_spark_as_java_settings_and_librdkafka_unchanged() -> None:
+    extra = {
+        "bootstrap.servers": "b1:9093,b2:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "app", "sasl.password": 'p"w\\x', "ssl.ca.location": "/etc/ca.pem",
+        "ssl.endpoint.identification.algorithm": "none", "group.id": "someone-elses",
+    }  # fmt: skip
+    broker = Broker.from_client_config(extra, "the Airflow connection 'k'")
+    assert broker.bootstrap == "b1:9093,b2:9093"
+    spark = broker.spark_options()
+    assert spark["kafka.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="p\\"w\\\\x";'
+    )
+    assert (
+        spark["kafka.ssl.truststore.type"] == "PEM"
+        and spark["kafka.ssl.truststore.location"] == "/etc/ca.pem"
+    )
+    assert spark["kafka.ssl.endpoint.identification.algorithm"] == ""
+    assert not {"kafka.sasl.username", "kafka.sasl.password", "kafka.group.id"} & set(spark)
+    # and back to librdkafka for the planner: what the connection said
+    config = client_config(broker)
+    assert {k: config[k] for k in extra if k != "group.id"} == {
+        k: v for k, v in extra.items() if k != "group.id"
+    }
+    assert "app" not in repr(broker) and 'p"w' not in repr(broker)
+
+
+def test_a_connection_without_bootstrap_servers_or_with_an_unknown_login_is_refused() -> None:
+    with pytest.raises(KafkaError, match=r"the Airflow connection 'k' has no \"bootstrap.servers\": add it"):
+        Broker.from_client_config({"security.protocol": "SSL"}, "the Airflow connection 'k'")
+    with pytest.raises(KafkaError, match=r"sasl\.mechanism GSSAPI with sasl\.username is not one of PLAIN"):
+        Broker.from_client_config(
+            {"bootstrap.servers": "b:1", "sasl.mechanism": "GSSAPI", "sasl.username": "u"}, "the connection"
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.reconcile.debezium_snapshots import notification_marks, same_table, start_marks
+from cdc_backfill.reconcile.debezium_snapshots import notification_marks, same_table, start_marks, unfinished
 from cdc_backfill.reconcile.phantoms import advance, decide
 
 ID = [PgColumn("id", "integer", 23, nullable=False)]
@@ -92,3 +92,17 @@ def test_debeziums_table_names_are_the_collections_unquoted() -> None:
     assert same_table("public.orders", "public.orders")
     assert same_table("my.schema.t", '"my.schema"."t"')
     assert not same_table("public.order", "public.orders")
+
+
+def test_a_snapshot_started_and_never_ended_is_said_waiting_with_what_to_do() -> None:
+    notes = [
+        {"id": "s1", "type": "STARTED"}, {"id": "s1", "type": "COMPLETED"},
+        {"id": "s2", "type": "STARTED"}, {"id": "s2", "type": "TABLE_SCAN_COMPLETED"},
+        {"id": "s3", "type": "STARTED"}, {"id": "s3", "type": "COMPLETED"}, {"id": "x", "type": "ABORTED"},
+    ]  # fmt: skip
+    waiting = unfinished(notes)
+    assert list(waiting) == ["s2"], waiting  # s1 completed, s3 stopped: both ended
+    assert (
+        waiting["s2"].startswith("waiting: Debezium said STARTED") and "new execute-snapshot" in waiting["s2"]
+    )
+    assert unfinished([]) == {}

@@ -88,6 +88,34 @@ def start_connect(
         connect.close()
 
 
+def produce(bootstrap: str, topic: str, records: list[dict[str, Any]], partitions: int = 3) -> None:
+    """``records`` on ``topic`` (made with ``partitions``), each keyed as Connect keys it."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for r in records:
+        key = None if r.get("key") is None else json.dumps(r["key"]).encode()
+        value = r["value"] if isinstance(r["value"], bytes) else json.dumps(r["value"]).encode()
+        producer.produce(topic, value=value, key=key)
+    producer.flush(30)
+
+
+def note(signal_id: str, kind: str, schema: bool = False) -> dict[str, object]:
+    """A Debezium notification record of snapshot ``signal_id`` (for :func:`produce`)."""
+    doc = {"id": signal_id, "aggregate_type": "Incremental Snapshot", "type": kind, "additional_data": {}}
+    return {"key": None, "value": {"schema": {"type": "struct"}, "payload": doc} if schema else doc}
+
+
+def signal_row(row: str, schema: bool = False) -> dict[str, object]:
+    """The record Debezium writes for a signal table row ``row`` inserted (for :func:`produce`)."""
+    key = {"schema": {"type": "struct"}, "payload": {"id": row}} if schema else {"id": row}
+    return {"key": key, "value": {"op": "c", "after": {"id": row, "type": "log"}, "source": {}}}
+
+
 # ---------------------------------------------------------------- reading topics
 
 
@@ -209,28 +237,35 @@ class KafkaDrain:
         self.signal_table = signal_table
         self.sources = ColumnSources(landing, signal_table, catalog_columns(plain_url(url)), None)
 
-    def __call__(self, timeout: float = 180.0) -> dict[str, Any]:
+    def __call__(self, timeout: float = 180.0, caught_up: bool = True) -> dict[str, Any]:
+        """``caught_up=False``: what the topics hold now (a worker that is down delivers nothing more)."""
         from cdc_backfill.ingest.spark.kafka import capture_kafka
         from cdc_backfill.kafka.topics import Broker
 
-        self.connect.caught_up(self.url, timeout)
+        if caught_up:
+            self.connect.caught_up(self.url, timeout)
         pattern = re.escape(self.connect.topic_prefix) + r"\..*"
         return capture_kafka(self.spark, self.landing, Broker(self.connect.bootstrap), pattern, self.sources)
 
 
-def wait_for_snapshot(connect: LocalConnect, signal_id: str, timeout: float = 600.0) -> str:
-    """Debezium's last word on the snapshot ``signal_id`` from the notification topic: COMPLETED or
-    ABORTED (AssertionError after ``timeout`` seconds)."""
+def wait_for_snapshot(
+    connect: LocalConnect,
+    signal_id: str,
+    timeout: float = 600.0,
+    kinds: tuple[str, ...] = ("COMPLETED", "ABORTED"),
+) -> str:
+    """Debezium's notification of ``kinds`` on the snapshot ``signal_id`` from the notification topic (by
+    default its last word: COMPLETED or ABORTED); AssertionError after ``timeout`` seconds."""
     topic = connect.notification_topic
-    ended: list[str] = []
+    said: list[str] = []
 
     def done(reader: TopicReader) -> bool:
         for rec in reader.records[topic]:
             note = payload(rec.value) or {}
-            if note.get("id") == signal_id and note.get("type") in ("COMPLETED", "ABORTED"):
-                ended.append(note["type"])
-        return bool(ended)
+            if note.get("id") == signal_id and note.get("type") in kinds:
+                said.append(note["type"])
+        return bool(said)
 
     with TopicReader(connect.bootstrap, topic) as reader:
-        reader.until(done, timeout=timeout, what=f"the end of snapshot {signal_id}")
-    return ended[-1]
+        reader.until(done, timeout=timeout, what=f"{' or '.join(kinds)} of snapshot {signal_id}")
+    return said[-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -112,3 +113,17 @@ def snapshot_under_writers(
     finally:
         writers.stop()
     drain(url, landing, format)
+
+
+def writers_in_every_window(monkeypatch: Any, url: str, writers: Writers) -> None:
+    """The DAG's snapshot tasks wait inside every window for a change of ``writers``: the overlap of
+    writers and snapshot is certain on any machine, not a matter of how many changes fit into it."""
+    from cdc_backfill.airflow.engine import ScopedSnapshotEngine
+
+    engine_init = ScopedSnapshotEngine.__init__
+
+    def paced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        engine_init(self, *args, **kwargs)
+        self.window_hook = InWindow(url, action=None, writers=writers)
+
+    monkeypatch.setattr(ScopedSnapshotEngine, "__init__", paced)

@@ -169,3 +169,45 @@ def test_debezium_snapshot_through_kafka_removes_lost_deletes_and_equals_the_sou
     assert removed > 0, summary
     assert all(info["rows_with_unknown_columns"] == 0 for info in summary["collections"].values())
     assert_state_is_source(fresh_db, state, TABLES)
+
+
+def test_a_connect_worker_killed_after_started_leaves_the_snapshot_waiting_and_a_new_one_repairs_it(
+    spark, fresh_db: str, tmp_path: Path, kafka_broker, start_connect
+) -> None:  # type: ignore[no-untyped-def]
+    """Debezium as the engine, its worker killed (SIGKILL) as soon as it said STARTED: the reconcile of
+    what the topics hold says the snapshot is waiting, and the state lacks the rows it has not read;
+    the worker started again and a new execute-snapshot bring the state to the source."""
+    seed(fresh_db, orders=400, lines=400, docs_every=10**9)
+    SignalStore(fresh_db).init()
+    connect = start_connect(fresh_db, TABLES, prefix=f"tw-{os.getpid()}", chunk_size=20)
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    drain = KafkaDrain(fresh_db, connect, landing, spark)
+    patterns = [t.replace(".", "\\.") for t in TABLES]
+    lost = send(fresh_db, *patterns)
+    assert wait_for_snapshot(connect, lost, kinds=("STARTED",)) == "STARTED"
+    connect.kill()
+    drain(caught_up=False)
+    summary = reconcile_landing(spark, landing, state)
+    said = summary["snapshots"][lost]
+    assert said.startswith("waiting: Debezium said STARTED and no end of it is in the stream") and (
+        "send a new execute-snapshot of its collections" in said
+    ), said
+    assert any(rows_in_state(state, t) < 400 for t in TABLES), (
+        "the killed snapshot cannot have read every row"
+    )
+
+    connect.start()
+    repair = send(fresh_db, *patterns)
+    assert wait_for_snapshot(connect, repair) == "COMPLETED"
+    drain()
+    summary = reconcile_landing(spark, landing, state)
+    assert repair not in summary.get("snapshots", {}), summary
+    assert_state_is_source(fresh_db, state, TABLES)
+
+
+def rows_in_state(state: Path, collection: str) -> int:
+    """How many rows the collection's state holds (none before its first state)."""
+    from cdc_backfill.layout import collection_dir
+    from tests.support.state import state_table
+
+    return state_table(state, collection).num_rows if collection_dir(state, collection).is_dir() else 0

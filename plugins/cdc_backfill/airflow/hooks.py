@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 from cdc_backfill.airflow.defaults import SOURCE_CONN_ID
+from cdc_backfill.airflow.plans import KAFKA_CONN_ID
 from cdc_backfill.config import config_files, mask_url, resolve_source, source_engine, sqlalchemy_url
+from cdc_backfill.kafka.topics import KafkaError
 from cdc_backfill.lakepath import lake_path
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
     from cdc_backfill.airflow.engine import ScopedSnapshotEngine
     from cdc_backfill.capture.postgres import CaptureStats
+    from cdc_backfill.kafka.topics import Broker
     from cdc_backfill.signals.model import Signal
     from cdc_backfill.signals.store import SignalStore
     from cdc_backfill.signals.validate import ValidatedSignal
@@ -141,6 +144,17 @@ class SourceSignals:
 
         with self._store() as store:
             return read_progress(store.engine, store.schema, signal_id, collection)
+
+    def signal_table_name(self) -> str:
+        """The signal table as ``schema.table``, its schema resolved on the source."""
+        with self._store() as store:
+            return store.signal_table
+
+    def write_marker(self) -> tuple[str, str]:
+        """(id, signal table) of a marker row committed now into the signal table
+        (``SignalStore.write_marker``): on the stream after everything committed before it."""
+        with self._store() as store:
+            return store.write_marker(), store.signal_table
 
     def window_rows(self) -> list[tuple[str, str, str | None]]:
         """Every watermark row of the signal table, ``(id, type, data)``."""
@@ -316,3 +330,67 @@ class CdcSourceHook(SourceSignals, BaseHook):
                 url, engine, lake_path(state_dir), collections, ranges, master,
                 landing=landing, capture=capture, signal_table=self.signal_table,
             )  # fmt: skip
+
+
+def missing_kafka_connection(conn_id: str) -> str:
+    """What to do when the Kafka connection is not defined (pure)."""
+    return (
+        f"the Airflow connection {conn_id!r} is not defined: create it with `airflow connections add "
+        f'{conn_id} --conn-type kafka --conn-extra \'{{"bootstrap.servers": "HOST:9092"}}\'` (the extra '
+        "takes the broker's TLS and SASL settings too, as librdkafka names them)"
+    )
+
+
+class CdcKafkaHook(BaseHook):
+    """The Kafka broker a snapshot's stream comes through (Debezium in Kafka Connect, DataWorks), from an
+    Airflow connection of the Kafka provider's type: its extra holds librdkafka's settings,
+    ``bootstrap.servers`` first. Its secrets reach a job through its environment, never its arguments."""
+
+    conn_name_attr = "kafka_conn_id"
+    default_conn_name = KAFKA_CONN_ID
+    conn_type = "kafka"
+    hook_name = "cdc_backfill Kafka"
+
+    def __init__(self, kafka_conn_id: str = KAFKA_CONN_ID, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.kafka_conn_id = kafka_conn_id or KAFKA_CONN_ID
+
+    def broker(self) -> Broker:
+        """The broker and its client settings (KafkaError when the connection is missing or has no
+        ``bootstrap.servers``)."""
+        from airflow.exceptions import AirflowNotFoundException
+
+        from cdc_backfill.kafka.topics import Broker
+
+        try:
+            conn = self.get_connection(self.kafka_conn_id)
+        except AirflowNotFoundException:
+            raise KafkaError(missing_kafka_connection(self.kafka_conn_id)) from None
+        return Broker.from_client_config(conn.extra_dejson, f"the Airflow connection {self.kafka_conn_id!r}")
+
+    def partitions(self, topics: str) -> int:
+        """How many partitions the topics ``topics`` matches have: KafkaError when the broker cannot be
+        reached or none matches."""
+        from cdc_backfill.kafka.topics import partitions
+
+        return len(partitions(self.broker(), topics))
+
+    def signal_topic(self, topics: str, signal_table: str) -> tuple[str, dict[int, int]]:
+        """(the signal table's topic, each of its partitions' end offset now)."""
+        from cdc_backfill.kafka.delivered import end_offsets, signal_topic
+
+        broker = self.broker()
+        topic = signal_topic(broker, topics, signal_table)
+        return topic, end_offsets(broker, topic)
+
+    def row_delivered(self, topic: str, row: str, since: dict[int, int]) -> bool:
+        from cdc_backfill.kafka.delivered import row_delivered
+
+        return row_delivered(self.broker(), topic, row, since)
+
+    def snapshot_end(self, topics: str, signal_id: str) -> str | None:
+        """COMPLETED or ABORTED once a notification topic among ``topics`` says how Debezium's snapshot
+        ``signal_id`` ended; None before."""
+        from cdc_backfill.kafka.delivered import snapshot_end
+
+        return snapshot_end(self.broker(), topics, signal_id)

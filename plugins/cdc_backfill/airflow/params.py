@@ -19,7 +19,7 @@ from __future__ import annotations
 from airflow.sdk import Param
 
 from cdc_backfill.airflow.defaults import default_landing, default_source_conn_id, default_state
-from cdc_backfill.airflow.plans import CAPTURES, ENGINES, MAX_CHUNK_SIZE, MAX_READERS
+from cdc_backfill.airflow.plans import CAPTURES, ENGINES, KAFKA_CONN_ID, MAX_CHUNK_SIZE, MAX_READERS
 from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 from cdc_backfill.snapshot.sizing import ADAPTIVE_SIZES
 
@@ -168,7 +168,26 @@ def reading_params() -> dict[str, Param]:
             "the snapshot. debezium: the DAG runs Debezium's connector (embedded, slot cdc_backfill_debezium) "
             "until the snapshot's windows closed, then drains it; with engine debezium that connector also "
             "reads the chunks. external: another process lands it (cdc_capture_postgres, capture --follow, "
-            "capture debezium --follow); the DAG only waits for it.",
+            "capture debezium --follow); the DAG only waits for it. kafka: Debezium in Kafka Connect writes the "
+            "stream to topics (the signal table's too); the DAG waits until they delivered the snapshot's end, "
+            "and the reconcile reads them.",
+        ),
+        "topics": Param(
+            None,
+            type=OPTIONAL_TEXT,
+            maxLength=1024,
+            title="Kafka topics",
+            description="capture kafka only: a regular expression of whole topic names, matching the tables' "
+            "topics, the signal table's and (engine debezium) Debezium's notification topic, for example "
+            "cdc\\..*. Empty with another capture.",
+        ),
+        "kafka_conn_id": Param(
+            KAFKA_CONN_ID,
+            type=OPTIONAL_TEXT,
+            maxLength=250,
+            title="Kafka connection id",
+            description="capture kafka only: the Airflow connection of the broker (conn type kafka; its extra "
+            'holds librdkafka\'s settings: {"bootstrap.servers": "HOST:9092"}, TLS and SASL too).',
         ),
     }
 

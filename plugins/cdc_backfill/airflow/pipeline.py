@@ -50,6 +50,8 @@ def snapshot_pipeline(
     state_dir: Any,
     verify: Any,
     chunk_compression: Any = "auto",
+    topics: Any = None,
+    kafka_conn_id: Any = None,
     reconcile: bool = True,
     spark_conn_id: str = "spark_default",
     quiet_seconds: float = 60.0,
@@ -68,6 +70,8 @@ def snapshot_pipeline(
         landing_dir=landing_dir,
         state_dir=state_dir,
         verify=verify,
+        topics=topics,
+        kafka_conn_id=kafka_conn_id,
         source_conn_id=source_conn_id,
     )
     signal = signal_task(
@@ -146,6 +150,8 @@ def stream_tasks(
         engine=pulled("validate", "engine"),
         capture=pulled("validate", "capture"),
         signal_id=pulled("validate", "signal_id"),
+        topics=pulled("validate", "topics"),
+        kafka_conn_id=pulled("validate", "kafka_conn_id"),
         baseline_windows=pulled("signal", "debezium_windows"),
         source_conn_id=source_conn_id,
         quiet_seconds=quiet_seconds,
@@ -161,6 +167,7 @@ def reconcile_tasks(spark_conn_id: str, source_conn_id: Any) -> dict[str, Any]:
         conn_id=spark_conn_id,
         application=pulled("validate", "reconcile_application"),
         application_args=pulled("validate", "reconcile_args"),
+        kafka_conn_id=pulled("validate", "kafka_conn_id"),
         name="cdc_backfill_reconcile",
         trigger_rule=AFTER_SNAPSHOT,
     )

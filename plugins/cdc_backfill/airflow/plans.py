@@ -23,7 +23,8 @@ from cdc_backfill.verify.steps import repair_command
 ENGINES = ("native", "debezium")
 MAX_CHUNK_SIZE = CHUNK_MAX
 MAX_READERS = 16  # per collection: each reader holds a connection and a chunk
-CAPTURES = ("drain", "external", "debezium")
+CAPTURES = ("drain", "external", "debezium", "kafka")
+KAFKA_CONN_ID = "kafka_default"  # the Kafka provider's default connection
 
 
 def as_list(value: Any) -> list[str]:
@@ -101,6 +102,7 @@ def execute_signal(
 FORM_DEFAULTS: dict[str, Any] = {
     "condition": None, "surrogate_key": None, "chunk_size": None, "readers": 1, "chunk_compression": "auto",
     "engine": "native", "capture": "drain", "landing_dir": None, "state_dir": None, "verify": True,
+    "topics": None, "kafka_conn_id": KAFKA_CONN_ID,
 }  # fmt: skip
 FORM_FIELDS = ("collections", *FORM_DEFAULTS)
 
@@ -121,6 +123,8 @@ class SnapshotRequest:
     landing_dir: str
     state_dir: str
     verify: bool
+    topics: str | None = None  # capture kafka: a regex of whole topic names
+    kafka_conn_id: str = KAFKA_CONN_ID
 
     @classmethod
     def from_form(cls, form: Mapping[str, Any]) -> SnapshotRequest:
@@ -130,6 +134,12 @@ class SnapshotRequest:
         landing, state = optional_text(v["landing_dir"]), optional_text(v["state_dir"])
         if not landing or not state:
             raise ValueError("landing_dir and state_dir must be given")
+        capture, topics = one_of(v["capture"], "capture", CAPTURES), optional_text(v["topics"])
+        if capture == "kafka" and not topics:
+            raise ValueError(
+                "capture kafka needs topics: a regular expression of the whole names of the topics Kafka "
+                "Connect writes (the tables', the signal table's and, for engine debezium, its notifications')"
+            )
         return cls(
             tuple(as_list(v.get("collections"))),
             optional_text(v["condition"]),
@@ -138,10 +148,12 @@ class SnapshotRequest:
             as_int(v["readers"], "readers", 1, MAX_READERS),
             one_of(v["chunk_compression"], "chunk_compression", CHUNK_COMPRESSIONS),
             one_of(v["engine"], "engine", ENGINES),
-            one_of(v["capture"], "capture", CAPTURES),
+            capture,
             landing,
             state,
             as_bool(v["verify"]),
+            topics if capture == "kafka" else None,
+            optional_text(v["kafka_conn_id"]) or KAFKA_CONN_ID,
         )
 
     def signal(self, signal_id: str) -> Signal:
@@ -156,12 +168,19 @@ def stop_signal(signal_id: str, collections: Sequence[str] = ()) -> Signal:
 
 
 def reconcile_submit(
-    landing: str, state: str, collections: Sequence[str], signal_table: str, ingest: bool = False
+    landing: str,
+    state: str,
+    collections: Sequence[str],
+    signal_table: str,
+    ingest: bool = False,
+    kafka: tuple[str, str] | None = None,
 ) -> tuple[str, list[str]]:
     """(application, application arguments) for SparkSubmitOperator, cut from the project's one
     spark-submit command line (``cdc_backfill.spark.submit.reconcile_command``) so that both stay equal.
-    ``ingest``: the landing receives JSON batches (``capture debezium``), ingested in the same job."""
-    cmd = reconcile_command(landing, state, list(collections), ingest=ingest)
+    ``ingest``: the landing receives JSON batches (``capture debezium``), ingested in the same job.
+    ``kafka``: (bootstrap servers, topics), read into the landing in the same job first (the operator
+    adds Spark's Kafka source and the broker's settings, which the arguments never carry)."""
+    cmd = reconcile_command(landing, state, list(collections), ingest=ingest, kafka=kafka)
     at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))
     return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_table]
 
@@ -174,6 +193,8 @@ class ReconcileArgs:
     state: str
     collections: tuple[str, ...]
     ingest: bool  # JSON to ingest first: the run's size is not known before the job
+    topics: str | None = None  # Kafka topics read first (their broker: ``bootstrap``)
+    bootstrap: str | None = None
 
 
 def reconcile_args(args: Sequence[str]) -> ReconcileArgs | None:
@@ -192,7 +213,11 @@ def reconcile_args(args: Sequence[str]) -> ReconcileArgs | None:
             if part.startswith("--"):
                 break
             names.append(part)
-    return ReconcileArgs(value("--landing"), value("--state"), tuple(names), "--ingest" in args)
+    kafka = "--topics" in args[:-1] and "--bootstrap-servers" in args[:-1]
+    return ReconcileArgs(
+        value("--landing"), value("--state"), tuple(names), "--ingest" in args or kafka,
+        value("--topics") if kafka else None, value("--bootstrap-servers") if kafka else None,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- the stream and its fences

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.airflow.plans import CAPTURES, ENGINES, MAX_CHUNK_SIZE, MAX_READERS
+from cdc_backfill.airflow.plans import CAPTURES, ENGINES, KAFKA_CONN_ID, MAX_CHUNK_SIZE, MAX_READERS
 from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 
 SCHEDULES_ENV = "CDC_BACKFILL_SCHEDULES"
@@ -33,7 +33,7 @@ DAG_PREFIX = "cdc_scheduled_backfill__"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 _KNOWN = {
     "name", "schedule", "start_date", "catchup", "collections", "condition", "surrogate_key", "chunk_size",
-    "readers", "chunk_compression", "engine", "capture", "source_conn_id", "landing_dir", "state_dir",
+    "readers", "chunk_compression", "engine", "capture", "topics", "kafka_conn_id", "source_conn_id", "landing_dir", "state_dir",
     "reconcile", "verify", "max_active_runs", "description",
 }  # fmt: skip
 
@@ -56,6 +56,8 @@ class BackfillSchedule:
     chunk_compression: str = "auto"  # of the chunk files (snapshot.compression)
     engine: str = "native"
     capture: str = "drain"
+    topics: str | None = None  # capture kafka
+    kafka_conn_id: str = KAFKA_CONN_ID
     source_conn_id: str = ""
     landing_dir: str | None = None
     state_dir: str | None = None
@@ -128,6 +130,9 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
         raise ScheduleError(f"{where} ({name}): engine must be one of {', '.join(ENGINES)}")
     if capture not in CAPTURES:
         raise ScheduleError(f"{where} ({name}): capture must be one of {', '.join(CAPTURES)}")
+    topics = raw.get("topics")
+    if capture == "kafka" and (not isinstance(topics, str) or not topics.strip()):
+        raise ScheduleError(f"{where} ({name}): capture kafka needs topics, a regex of whole topic names")
     for key in ("catchup", "reconcile", "verify"):
         if key in raw and not isinstance(raw[key], bool):
             raise ScheduleError(f"{where} ({name}): {key} must be true or false")
@@ -147,6 +152,8 @@ def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
         chunk_compression=compression,
         engine=engine,
         capture=capture,
+        topics=topics if capture == "kafka" else None,
+        kafka_conn_id=str(raw.get("kafka_conn_id", KAFKA_CONN_ID)),
         source_conn_id=str(raw.get("source_conn_id", "")),
         landing_dir=raw.get("landing_dir"),
         state_dir=raw.get("state_dir"),

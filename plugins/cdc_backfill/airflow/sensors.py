@@ -3,6 +3,7 @@ landed stream, so that no READ chunk is left waiting for its window (docs/design
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -12,7 +13,13 @@ from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from cdc_backfill.airflow import plans
-from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger, debezium_reported, debezium_scan, landed
+from cdc_backfill.airflow.triggers import (
+    CdcTopicsDeliveredTrigger,
+    CdcWindowsClosedTrigger,
+    debezium_reported,
+    debezium_scan,
+    landed,
+)
 from cdc_backfill.capture.fence import stream_passed
 from cdc_backfill.signals import windows
 
@@ -26,13 +33,17 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
     signal table are all closed and no new one opened for ``quiet_seconds``
     (:class:`cdc_backfill.signals.windows.WindowWatch`).
 
+    ``capture="kafka"``: done when the Kafka topics have delivered the snapshot's end
+    (:class:`CdcTopicsDeliveredTrigger`: Debezium's COMPLETED, then a marker through the signal table's
+    topic), for either engine.
+
     Pokes once in the worker (after a drain the answer is yes at once); else, with ``deferrable=True``,
     hands the wait to the triggerer.
     """
 
     template_fields: Sequence[str] = (
         "engine", "landing_dir", "snapshots", "baseline_windows", "source_conn_id", "signal_table", "capture",
-        "signal_id",
+        "signal_id", "topics", "kafka_conn_id",
     )  # fmt: skip
     valid_modes = ("poke",)  # Debezium's quiet period is measured across pokes of one process
 
@@ -49,6 +60,8 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         deferrable: bool = True,
         capture: Any = None,
         signal_id: Any = None,
+        topics: Any = None,
+        kafka_conn_id: Any = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("poke_interval", 5.0)
@@ -64,6 +77,8 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self.capture = capture
         self.signal_id = signal_id
+        self.topics = topics
+        self.kafka_conn_id = kafka_conn_id
         self._watch: windows.WindowWatch | None = None
 
     def _mode(self) -> str:
@@ -109,6 +124,8 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         return stream_passed(position, fence)
 
     def execute(self, context: Context) -> Any:
+        if plans.optional_text(self.capture) == "kafka":
+            return self._topics(context)
         if not self.deferrable:
             return super().execute(context)
         if (self._mode() == "native" or plans.optional_text(self.capture) == "debezium") and self.poke(
@@ -131,8 +148,37 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
             timeout=timedelta(seconds=self.timeout),
         )
 
+    def _topics(self, context: Context) -> Any:
+        """``capture: kafka``: wait until the topics have delivered the snapshot's end
+        (:class:`CdcTopicsDeliveredTrigger`), in the triggerer, or here when not deferrable."""
+        trigger = CdcTopicsDeliveredTrigger(
+            engine=self._mode(),
+            topics=str(plans.optional_text(self.topics)),
+            kafka_conn_id=plans.optional_text(self.kafka_conn_id) or plans.KAFKA_CONN_ID,
+            source_conn_id=plans.optional_text(self.source_conn_id) or "",
+            signal_table=plans.optional_text(self.signal_table),
+            signal_id=plans.optional_text(self.signal_id),
+            poll_seconds=self.poke_interval,
+        )
+        if not self.deferrable:
+            return self.execute_complete(context, asyncio.run(first_event(trigger)))
+        self.defer(trigger=trigger, method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
+
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if event and event.get("status") == "aborted":
+            raise AirflowFailException(
+                f"Debezium's snapshot {event.get('signal_id')} was stopped before its end"
+            )
+        if event and event.get("status") == "failed":
+            raise AirflowFailException(f"the wait for the topics failed: {event.get('reason')}")
         if not event or event.get("status") != "passed":
             raise AirflowFailException(f"the wait ended without passing: {event}")
         self.log.info("the stream has passed the snapshot's windows: %s", event)
         return event
+
+
+async def first_event(trigger: Any) -> dict[str, Any]:
+    """The payload of ``trigger``'s first event, run in this process."""
+    async for event in trigger.run():
+        return dict(event.payload)
+    return {}

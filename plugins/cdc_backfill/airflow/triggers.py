@@ -11,6 +11,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from cdc_backfill.capture.fence import stream_passed
+from cdc_backfill.kafka.topics import BROKER_PATIENCE_S, BrokerUnavailable, KafkaError
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals import windows
 
@@ -107,3 +108,90 @@ class CdcWindowsClosedTrigger(BaseTrigger):
                     return
                 self.log.info("landed up to commit %s; waiting for one past %s", position[0], self.fence_lsn)
             await asyncio.sleep(self.poll_seconds)
+
+
+class CdcTopicsDeliveredTrigger(BaseTrigger):
+    """Fires ``{"status": "passed", ...}`` when the Kafka topics have delivered the snapshot's end
+    (``capture: kafka``): with ``engine="debezium"`` first Debezium's notification that the snapshot
+    ``signal_id`` ended (``{"status": "aborted"}`` when it was stopped); then, for both engines, a
+    marker row committed into the signal table, which Debezium delivers after every change committed
+    before it (``kafka.delivered``). Serialised with ids and names only: both connections are resolved
+    in the triggerer, and a triggerer that restarts commits a marker of its own again."""
+
+    def __init__(
+        self,
+        *,
+        engine: str,
+        topics: str,
+        kafka_conn_id: str,
+        source_conn_id: str = "",
+        signal_table: str | None = None,
+        signal_id: str | None = None,
+        poll_seconds: float = 5.0,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.topics = topics
+        self.kafka_conn_id = kafka_conn_id
+        self.source_conn_id = source_conn_id
+        self.signal_table = signal_table
+        self.signal_id = signal_id
+        self.poll_seconds = poll_seconds
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "engine": self.engine,
+                "topics": self.topics,
+                "kafka_conn_id": self.kafka_conn_id,
+                "source_conn_id": self.source_conn_id,
+                "signal_table": self.signal_table,
+                "signal_id": self.signal_id,
+                "poll_seconds": self.poll_seconds,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            async for event in self._wait():
+                yield event
+        except KafkaError as exc:  # a broker down for longer than the patience, a topic missing
+            yield TriggerEvent({"status": "failed", "reason": str(exc)})
+
+    async def _wait(self) -> AsyncIterator[TriggerEvent]:
+        from cdc_backfill.airflow.hooks import CdcKafkaHook, CdcSourceHook
+
+        kafka = CdcKafkaHook(self.kafka_conn_id)
+        if self.engine == "debezium" and self.signal_id:
+            while True:
+                ended = await self._patient(kafka.snapshot_end, self.topics, self.signal_id)
+                if ended == "ABORTED":
+                    yield TriggerEvent({"status": "aborted", "signal_id": self.signal_id})
+                    return
+                if ended:
+                    self.log.info("Debezium's notification: snapshot %s %s", self.signal_id, ended.lower())
+                    break
+                self.log.info("no notification of snapshot %s's end on the topics yet", self.signal_id)
+                await asyncio.sleep(self.poll_seconds)
+        source = CdcSourceHook(self.source_conn_id, self.signal_table)
+        table = await asyncio.to_thread(source.signal_table_name)
+        topic, since = await self._patient(kafka.signal_topic, self.topics, table)
+        marker, _ = await asyncio.to_thread(source.write_marker)
+        self.log.info("marker %s committed: waiting for it on %s", marker, topic)
+        while not await self._patient(kafka.row_delivered, topic, marker, since):
+            await asyncio.sleep(self.poll_seconds)
+        yield TriggerEvent({"status": "passed", "marker": marker, "topic": topic})
+
+    async def _patient(self, call: Any, *args: Any) -> Any:
+        """``call(*args)`` off the event loop, tried again while the broker does not answer (a restart),
+        for up to :data:`BROKER_PATIENCE_S`."""
+        give_up = time.monotonic() + BROKER_PATIENCE_S
+        while True:
+            try:
+                return await asyncio.to_thread(call, *args)
+            except BrokerUnavailable as exc:
+                if time.monotonic() > give_up:
+                    raise
+                self.log.warning("%s; trying again", exc)
+                await asyncio.sleep(self.poll_seconds)

@@ -13,16 +13,17 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cdc_backfill.kafka.topics import BROKER_PATIENCE_S
+
 log = logging.getLogger(__name__)
 
 ADDED = ("events", "files", "quarantined", "records")
-PATIENCE_S = 300.0
 
 
 class Rounds:
     """Iterate for each round; :meth:`add` each round's summary into :attr:`total`."""
 
-    def __init__(self, interval: float | None, patience: float = PATIENCE_S) -> None:
+    def __init__(self, interval: float | None, patience: float = BROKER_PATIENCE_S) -> None:
         self.interval = interval
         self.patience = patience
         self._landed_at = time.monotonic()  # the last round that did what it was asked

@@ -9,12 +9,12 @@ import logging
 import re
 import time
 import urllib.request
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from cdc_backfill.kafka.delivered import end_offsets, row_delivered, topic_exists
 from cdc_backfill.kafka.jars import jars
 from cdc_backfill.kafka.process import (
     JavaProcess,
@@ -24,6 +24,7 @@ from cdc_backfill.kafka.process import (
     tail,
     write_properties,
 )
+from cdc_backfill.kafka.topics import Broker
 
 log = logging.getLogger(__name__)
 
@@ -203,21 +204,24 @@ class LocalConnect(JavaProcess):
 
     def caught_up(self, url: str, timeout: float = MARKER_TIMEOUT_S) -> None:
         """Return once the worker has delivered everything committed at ``url`` (a SQLAlchemy URL of its
-        database) until now: a ``log`` signal row committed now as a marker is on the signal table's
-        topic (Debezium delivers in commit order). TimeoutError after ``timeout`` seconds."""
-        import sqlalchemy as sa
+        database) until now: a marker row committed now is on the signal table's topic
+        (``kafka.delivered``). TimeoutError after ``timeout`` seconds."""
+        from cdc_backfill.signals.store import SignalStore
 
-        marker = f"drain-{uuid.uuid4()}"  # 42 characters: the signal table's id column
-        engine = sa.create_engine(url)
+        broker, topic = Broker(self.bootstrap), self.topic(self.signal_table)
+        since = end_offsets(broker, topic) if topic_exists(broker, topic) else {}
+        store = SignalStore(url, self.signal_table)
         try:
-            with engine.begin() as conn:
-                conn.execute(
-                    sa.text(f"INSERT INTO {self.signal_table} (id, type, data) VALUES (:id, 'log', :data)"),
-                    {"id": marker, "data": json.dumps({"message": marker})},
-                )
+            marker = store.write_marker()
         finally:
-            engine.dispose()
-        wait_for_row(self.bootstrap, self.topic(self.signal_table), marker, timeout)
+            store.engine.dispose()
+        deadline = time.monotonic() + timeout
+        while not (topic_exists(broker, topic) and row_delivered(broker, topic, marker, since)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the marker {marker} did not reach {topic} in {timeout:.0f} s: is Connect running?"
+                )
+            time.sleep(0.5)
 
     def status(self) -> dict[str, Any] | None:
         """``GET /connectors/<name>/status``, or None while the worker does not answer it."""
@@ -229,38 +233,3 @@ class LocalConnect(JavaProcess):
 
     def __enter__(self) -> LocalConnect:
         return self.start()
-
-
-def wait_for_row(bootstrap: str, topic: str, row_id: str, timeout: float) -> None:
-    """Read ``topic`` from its start until a record keyed by the row ``row_id`` is there (its key with
-    or without the JSON converter's schema); TimeoutError after ``timeout`` seconds."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-backfill-caught-up", "log_level": "2",
-                         "enable.auto.commit": False})  # fmt: skip
-    try:
-        deadline = time.monotonic() + timeout
-        assigned = False
-        while time.monotonic() < deadline:
-            if not assigned:
-                meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-                if meta is None or meta.error is not None or not meta.partitions:
-                    time.sleep(0.5)  # Connect makes the topic with the table's first change
-                    continue
-                consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
-                assigned = True
-            for msg in consumer.consume(num_messages=1000, timeout=0.5):
-                if msg.error() is None and msg.key() and _row_id(json.loads(msg.key())) == row_id:
-                    return
-        raise TimeoutError(
-            f"the marker {row_id} did not reach {topic} in {timeout:.0f} s: is Connect running?"
-        )
-    finally:
-        consumer.close()
-
-
-def _row_id(key: Any) -> Any:
-    """The ``id`` of a record's key, wrapped in ``{schema, payload}`` or not."""
-    if isinstance(key, dict) and "payload" in key and "schema" in key:
-        key = key["payload"]
-    return key.get("id") if isinstance(key, dict) else None

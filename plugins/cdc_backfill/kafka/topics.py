@@ -33,6 +33,8 @@ SAME_NAME = (
     "client.id",
 )
 TIMEOUT_S = 10.0
+# How long a reader or a wait tries again while the broker does not answer: a restart's length
+BROKER_PATIENCE_S = 300.0
 # The broker's client settings for a job (JSON): not on its command line, where ``ps`` shows them
 PROPERTIES_ENV = "CDC_BACKFILL_KAFKA_PROPERTIES"
 
@@ -72,6 +74,37 @@ class Broker:
             raise KafkaError(f"{PROPERTIES_ENV} is not a JSON object of Kafka client settings")
         return cls(bootstrap, {str(k): str(v) for k, v in properties.items()})
 
+    @classmethod
+    def from_client_config(cls, config: Mapping[str, object], where: str) -> Broker:
+        """The broker of a librdkafka configuration (an Airflow connection of the Kafka provider's type
+        keeps one in its extra), its settings named as Java clients (Spark's Kafka source) take them:
+        ``sasl.username``/``sasl.password`` become a JAAS login, ``ssl.ca.location`` a PEM trust store,
+        the rest passes as it is. ``where`` names the configuration in the error when it has no
+        ``bootstrap.servers``."""
+        settings = {str(k): str(v) for k, v in config.items() if v is not None}
+        bootstrap = settings.pop("bootstrap.servers", "").strip()
+        if not bootstrap:
+            raise KafkaError(f'{where} has no "bootstrap.servers": add it, as HOST:PORT[,HOST:PORT]')
+        user, password = settings.pop("sasl.username", None), settings.pop("sasl.password", None)
+        if user is not None and "sasl.jaas.config" not in settings:
+            module = _LOGIN_MODULES.get(settings.get("sasl.mechanism", "PLAIN").upper())
+            if module is None:
+                raise KafkaError(
+                    f"{where}: sasl.mechanism {settings['sasl.mechanism']} with sasl.username is not one "
+                    f"of {', '.join(_LOGIN_MODULES)}: give Java's sasl.jaas.config instead"
+                )
+            quoted = [(v or "").replace("\\", "\\\\").replace('"', '\\"') for v in (user, password)]
+            settings["sasl.jaas.config"] = f'{module} required username="{quoted[0]}" password="{quoted[1]}";'
+        ca = settings.pop("ssl.ca.location", None)
+        if ca is not None:
+            settings.setdefault("ssl.truststore.type", "PEM")
+            settings.setdefault("ssl.truststore.location", ca)
+        if settings.get("ssl.endpoint.identification.algorithm") == "none":
+            settings["ssl.endpoint.identification.algorithm"] = ""  # Java's word for no check
+        for name in _CONSUMER_ONLY:
+            settings.pop(name, None)
+        return cls(bootstrap, settings)
+
     def environ(self) -> dict[str, str]:
         """What :meth:`from_environ` reads back: the settings for a job's environment."""
         return {PROPERTIES_ENV: json.dumps(dict(self.properties))} if self.properties else {}
@@ -94,6 +127,15 @@ class Partition:
         return f"{self.topic}[{self.partition}]"
 
 
+# Java's login module for each SASL mechanism a user name and password log in with
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+# A consumer's own settings in a connection made for other uses: the readers here set their own
+_CONSUMER_ONLY = ("group.id", "auto.offset.reset", "enable.auto.commit")
+
 # The user name and password of a JAAS login (PLAIN, SCRAM), as Java clients take them: librdkafka takes
 # them as sasl.username and sasl.password
 _JAAS = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
@@ -105,7 +147,11 @@ def client_config(broker: Broker) -> dict[str, str]:
     config = {"bootstrap.servers": broker.bootstrap, "log_level": "2"}
     config.update({k: v for k, v in broker.properties.items() if k in SAME_NAME})
     for name, value in _JAAS.findall(broker.properties.get("sasl.jaas.config", "")):
-        config.setdefault(f"sasl.{name}", value.replace('\\"', '"'))
+        config.setdefault(f"sasl.{name}", value.replace('\\"', '"').replace("\\\\", "\\"))
+    if broker.properties.get("ssl.truststore.type", "").upper() == "PEM":
+        config.setdefault("ssl.ca.location", broker.properties.get("ssl.truststore.location", ""))
+    if config.get("ssl.endpoint.identification.algorithm") == "":
+        config["ssl.endpoint.identification.algorithm"] = "none"
     return config
 
 

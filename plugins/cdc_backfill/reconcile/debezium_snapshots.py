@@ -75,6 +75,21 @@ def notification_marks(
     return out
 
 
+def unfinished(notes: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The snapshots Debezium said STARTED and has not said ended in ``notes``, each with what the
+    run waits for and what to do when its connector was lost (pure: the run summary's words)."""
+    from cdc_backfill.capture.debezium_landing import snapshot_outcomes
+
+    ended = snapshot_outcomes(notes)
+    started = dict.fromkeys(str(n.get("id")) for n in notes if n.get("type") == "STARTED")
+    return {
+        sid: "waiting: Debezium said STARTED and no end of it is in the stream read so far (if its "
+        "connector was lost mid-snapshot, send a new execute-snapshot of its collections)"
+        for sid in started
+        if sid not in ended
+    }
+
+
 def same_table(debezium_name: str, collection: str) -> bool:
     """Whether Debezium's name of a table (``schema.table``, parts unquoted) is ``collection``."""
     schema, table = split_collection(collection)

@@ -126,6 +126,12 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
     chunks = tuple(
         p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.judged
     ) if chunk_dir.is_dir() else ()  # fmt: skip
+    return RunInput(collection, previous, meta, chunks, debezium_notes(landing))
+
+
+def debezium_notes(landing: Path) -> tuple[dict[str, Any], ...] | None:
+    """Debezium's notifications the landing holds, in order, each marked ``applied`` when the stream
+    landed before it is in the log; None for a landing no Debezium wrote."""
     notes = None
     if debezium_dir(landing).is_dir():
         from cdc_backfill.capture.debezium_landing import read_notifications
@@ -140,7 +146,7 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
     read = manifest_notes(roll_manifests(landing, ingest_only=True))
     if read:
         notes = (*(notes or ()), *read)
-    return RunInput(collection, previous, meta, chunks, notes)
+    return notes
 
 
 def next_meta(

@@ -194,6 +194,15 @@ class SignalStore:
         with self.engine.begin() as conn:
             conn.execute(sa.insert(self.signal).values(id=uuid.uuid4().hex + suffix, type=kind, data=data))
 
+    def write_marker(self) -> str:
+        """Insert and commit a ``log`` signal (Debezium only logs it) as a marker of "now" in the stream:
+        a consumer that has it has every change committed before. Returns its id."""
+        marker = f"marker-{uuid.uuid4().hex}"  # 39 characters: the id column takes 42
+        data = json.dumps({"message": f"cdc_backfill marker {marker}"})
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(self.signal).values(id=marker, type="log", data=data))
+        return marker
+
     def review_new(self) -> list[tuple[str, ValidatedSignal | SignalError]]:
         """Check every signal nobody has looked at yet (inserted by plain SQL, or by Debezium users) and
         record it as accepted or rejected with the reason. The engine calls this before it acts.

@@ -31,13 +31,19 @@ def reconcile_command(
     signal_table: str | None = None,
     ingest: bool = False,
     small: bool = False,
+    kafka: tuple[str, str] | None = None,
 ) -> list[str]:
-    """``small``: the run is known to be short (``reconcile.run_size.small_run``)."""
+    """``small``: the run is known to be short (``reconcile.run_size.small_run``). ``kafka``: (bootstrap
+    servers, topics) read into the landing first, in the same job."""
     job = project_root() / "spark_jobs" / "reconcile.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile", first_compiler_only=small)
     for key, value in sorted((conf or {}).items()):
         cmd += ["--conf", f"{key}={value}"]
+    if kafka:
+        cmd += ["--packages", kafka_source()]
     cmd += [str(job), "--landing", landing, "--state", state]
+    if kafka:
+        cmd += ["--bootstrap-servers", kafka[0], "--topics", kafka[1]]
     if collections:
         cmd += ["--collections", *collections]
     if signal_table:

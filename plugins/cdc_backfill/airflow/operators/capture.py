@@ -21,6 +21,7 @@ class CdcCaptureDrainOperator(CdcOperator):
     or Debezium) and this task does nothing. A slot busy with another drain is waited for.
     ``capture="debezium"``: Debezium's connector runs in this task; with ``engine="debezium"`` it runs
     until Debezium reports the end of the snapshot ``signal_id`` (its windows closed), then drains.
+    ``capture="kafka"``: nothing either; the reconcile task reads the topics in its own job.
     """
 
     template_fields: Sequence[str] = (
@@ -63,6 +64,11 @@ class CdcCaptureDrainOperator(CdcOperator):
 
         if plans.optional_text(self.capture) == "debezium":
             return self._debezium()
+        if plans.optional_text(self.capture) == "kafka":
+            self.log.info(
+                "capture is kafka: the reconcile reads the topics, once the wait has seen their end"
+            )
+            return None
         if plans.optional_text(self.capture) != "drain":
             self.log.info("capture is external: another process lands the stream")
             return None

@@ -9,9 +9,10 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
 from cdc_backfill.airflow import plans
-from cdc_backfill.airflow.hooks import SourceNotConfigured
+from cdc_backfill.airflow.hooks import CdcKafkaHook, SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
 from cdc_backfill.capture.debezium import DebeziumRefused
+from cdc_backfill.kafka.topics import KafkaError
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.model import SignalError, new_signal_id
 from cdc_backfill.signals.windows import scan_windows
@@ -40,6 +41,8 @@ class CdcValidateSnapshotOperator(CdcOperator):
         landing_dir: Any,
         state_dir: Any,
         verify: Any = True,
+        topics: Any = None,
+        kafka_conn_id: Any = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("multiple_outputs", True)
@@ -55,6 +58,8 @@ class CdcValidateSnapshotOperator(CdcOperator):
         self.landing_dir = landing_dir
         self.state_dir = state_dir
         self.verify = verify
+        self.topics = topics  # capture kafka: a regex of whole topic names
+        self.kafka_conn_id = kafka_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         hook = self.hook()
@@ -63,7 +68,8 @@ class CdcValidateSnapshotOperator(CdcOperator):
             signal = request.signal(new_signal_id())
             self.log.info("source: %s", hook.describe())
             validated, signal_table = hook.check_signal(signal)
-        except (SignalError, ValueError, SourceNotConfigured) as exc:
+            kafka = self._broker(request)
+        except (SignalError, ValueError, SourceNotConfigured, KafkaError) as exc:
             raise refuse(exc) from exc
         for plan in validated.plans:
             self.log.info(
@@ -73,11 +79,11 @@ class CdcValidateSnapshotOperator(CdcOperator):
             )  # fmt: skip
         for path in (request.landing_dir, request.state_dir):
             lake_path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
-        # JSON waits in the landing unless the DAG lands the stream itself: from its own Debezium, or
-        # from another process (capture debezium --follow, a Kafka Connect or Debezium Server sink)
+        # JSON waits in the landing when Debezium lands the stream: the DAG's own, or another process's
+        # (capture debezium --follow, a Kafka Connect or Debezium Server sink)
         application, args = plans.reconcile_submit(
             request.landing_dir, request.state_dir, validated.collections, signal_table,
-            ingest=request.capture != "drain",
+            ingest=request.capture in ("debezium", "external"), kafka=kafka,
         )  # fmt: skip
         return {
             "signal_id": signal.id,
@@ -91,7 +97,22 @@ class CdcValidateSnapshotOperator(CdcOperator):
             "readers": request.readers,
             "chunk_compression": request.chunk_compression,
             "verify": request.verify,
+            "topics": request.topics,
+            "kafka_conn_id": request.kafka_conn_id,
         }
+
+    def _broker(self, request: plans.SnapshotRequest) -> tuple[str, str] | None:
+        """(bootstrap servers, topics) of ``capture: kafka``, once the broker answered and the topics
+        matched: a broker that cannot be reached is refused before anything is written."""
+        if request.capture != "kafka" or not request.topics:
+            return None
+        kafka = CdcKafkaHook(request.kafka_conn_id)
+        count = kafka.partitions(request.topics)
+        broker = kafka.broker()
+        self.log.info(
+            "Kafka at %s: %s partition(s) of topics matching %s", broker.bootstrap, count, request.topics
+        )
+        return broker.bootstrap, request.topics
 
 
 class CdcExecuteSnapshotOperator(CdcOperator):

@@ -37,6 +37,7 @@ from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import empty_summary, land
 from cdc_backfill.ingest.spark.parse import PARSED_SCHEMA, ParsedColumns
 from cdc_backfill.ingest.typed import Typing
+from cdc_backfill.kafka.delivered import notification
 from cdc_backfill.kafka.topics import (
     Broker,
     BrokerUnavailable,
@@ -89,18 +90,6 @@ def record_of(key: bytes | None, value: bytes, options: ParseOptions) -> tuple[o
     return {"key": loads(key), "value": doc}, b'{"key":' + key + b',"value":' + value + b"}"
 
 
-def notification(value: bytes) -> str | None:
-    """A Debezium notification (``notification.enabled.channels=sink``) as its JSON text, else None (pure):
-    kept whole for the manifest, where the phantom rule reads when Debezium's snapshots ended."""
-    if b'"aggregate_type"' not in value:
-        return None
-    doc = loads(value)
-    doc = doc.get("payload", doc) if isinstance(doc, dict) and "schema" in doc else doc
-    if isinstance(doc, dict) and "op" not in doc and {"id", "type", "aggregate_type"} <= set(doc):
-        return json.dumps(doc, sort_keys=True)
-    return None
-
-
 def notes_of(parsed: DataFrame) -> dict[str, Any]:
     """The notifications a run read, in their partitions' order, for its manifest (``NOTES_KEY``)."""
     rows = (
@@ -139,7 +128,7 @@ def parse_kafka_batches(
             raw = value
             note = notification(value)
             if note is not None:
-                out.add_marker(note, where, offset)
+                out.add_marker(json.dumps(note, sort_keys=True), where, offset)
                 continue
             try:
                 record, raw = record_of(key, value, options)

@@ -31,7 +31,15 @@ from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.layout import log_schema_file, runs_dir
 from cdc_backfill.reconcile.columns import collection_columns, landed_collections
-from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run, unmoved_json_reason
+from cdc_backfill.reconcile.debezium_snapshots import unfinished
+from cdc_backfill.reconcile.runs import (
+    LandedLog,
+    RunInput,
+    debezium_notes,
+    landed_log_files,
+    plan_run,
+    unmoved_json_reason,
+)
 from cdc_backfill.reconcile.signal_files import landed_signal_rows
 from cdc_backfill.reconcile.spark.runs import RunFrames, read_run, reconcile_run
 from cdc_backfill.reconcile.windows import SignalRow
@@ -87,6 +95,12 @@ def reconcile_landing(
             summary["collections"][coll] = info
     # the log's events read: the run that read the most
     summary["events"] = max((m.events for m in manifests.values()), default=0)
+    # Debezium's snapshots still running, said even when none of their rows has landed (a lost worker)
+    waiting = unfinished(debezium_notes(landing) or ())
+    for sid, what in waiting.items():
+        log.info("Debezium's snapshot %s: %s", sid, what)
+    if waiting:
+        summary["snapshots"] = waiting
     summary["seconds"] = round(time.time() - started, 1)
     write_run_record(state_dir, landing, summary)
     return summary
