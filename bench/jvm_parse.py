@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench.common import report, timed
 from bench.reconcile import reuse_or_make_landing
-from cdc_backfill.layout import STREAM_DIR
+from cdc_backfill.landing.layout import STREAM_DIR
 from cdc_backfill.runtime import find_java
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "LineParse.java"

@@ -53,7 +53,6 @@ from deltalake import transaction as tx
 from cdc_backfill.eventlog.buffers import position_key_array
 from cdc_backfill.eventlog.counts import KEYS
 from cdc_backfill.eventlog.schema import OP, POSITION, TS_MS
-from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.inputs import ingest_lock, remove_unnamed
 from cdc_backfill.ingest.kafka import OffsetRange, Plan, committed
@@ -63,7 +62,8 @@ from cdc_backfill.ingest.spark.job import write_manifest
 from cdc_backfill.ingest.spark.log_files import name_files
 from cdc_backfill.kafka.topics import Partition
 from cdc_backfill.lakepath import rmtree
-from cdc_backfill.layout import LOG_DIR, log_version_dir, staging_dir
+from cdc_backfill.landing.layout import LOG_DIR, log_version_dir, staging_dir
+from cdc_backfill.landing.manifests import roll_manifests
 from cdc_backfill.reconcile.runs import landed_log_files
 from cdc_backfill.state.stats import file_stats
 

@@ -52,9 +52,9 @@ import pyarrow as pa
 from bench.common import report
 from cdc_backfill.capture.landing import LandingWriter
 from cdc_backfill.capture.lines import line_tail, row_line, source_prefix
-from cdc_backfill.eventlog.store import describe
-from cdc_backfill.eventlog.writer import LogWriter
-from cdc_backfill.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
+from cdc_backfill.landing.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
+from cdc_backfill.landing.store import describe
+from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.chunks import land_chunk
 from cdc_backfill.snapshot.compression import chunk_compression_for

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from cdc_backfill.config import resolve_source
 from cdc_backfill.ingest.columns import ColumnsError, job_sources
-from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.kafka import capture_rounds
 from cdc_backfill.kafka.topics import Broker, KafkaError, ReadFailed
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.stream import InputError
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session, stop_session

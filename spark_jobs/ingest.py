@@ -15,9 +15,9 @@ from pathlib import Path
 
 from cdc_backfill.config import resolve_source
 from cdc_backfill.ingest.columns import ColumnsError, job_sources
-from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.stream import InputError
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session, stop_session

@@ -13,12 +13,12 @@ import logging
 import sys
 
 from cdc_backfill.ingest.columns import ColumnsError, job_sources
-from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.ingest.spark.kafka import capture_rounds
 from cdc_backfill.kafka.topics import Broker, KafkaError, ReadFailed
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.stream import InputError
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE

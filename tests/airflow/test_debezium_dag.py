@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.layout import ingested_stream_dir, stream_dir
+from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
 from tests.airflow.conftest import load_dag
 from tests.support.debezium import require_engine, run_until_a_chunk
 from tests.support.judge import assert_state_is_source, overlap

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger
-from cdc_backfill.layout import stream_file_name as file_name
+from cdc_backfill.landing.layout import stream_file_name as file_name
 
 pytestmark = pytest.mark.airflow
 
@@ -81,7 +81,7 @@ def test_debezium_fires_when_its_windows_are_closed_and_quiet(
 def test_debezium_fires_on_its_own_notification_in_the_landing(tmp_path: Path) -> None:
     """A `capture debezium` landing holds Debezium's notifications: the trigger takes its word, with no
     signal-table scan (none is reachable here), for either watermarking; a stopped snapshot is not passed."""
-    from cdc_backfill.capture.debezium_landing import record_notifications
+    from cdc_backfill.landing.notifications import record_notifications
 
     def trigger(sid: str) -> CdcWindowsClosedTrigger:
         return CdcWindowsClosedTrigger(
@@ -106,7 +106,7 @@ def test_debezium_fires_on_its_notification_landed_by_a_sink(
     alone would wait its quiet time out."""
     import json
 
-    from cdc_backfill.layout import stream_dir
+    from cdc_backfill.landing.layout import stream_dir
     from cdc_backfill.signals.store import SignalStore
 
     monkeypatch.setenv("CDC_BACKFILL_SOURCE_URL", fresh_db)

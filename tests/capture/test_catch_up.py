@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cdc_backfill.capture.catch_up import reach
-from cdc_backfill.layout import stream_dir
+from cdc_backfill.landing.layout import stream_dir
 
 URL = "postgresql://cdc@127.0.0.1:5432/app"
 

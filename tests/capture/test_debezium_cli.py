@@ -92,7 +92,7 @@ def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyp
     """The engine's offsets live in the landing on S3, not on the machine: a second run with this
     machine's copy gone goes on where the first stopped, nothing landed twice; the printed ingest runs."""
     from cdc_backfill.capture.debezium_config import engine_copy
-    from cdc_backfill.layout import debezium_dir
+    from cdc_backfill.landing.layout import debezium_dir
 
     require_engine()
     url, landing = plain_url(table), f"{s3_lake}/landing"

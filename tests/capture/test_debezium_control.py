@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.capture.debezium import DebeziumCapture
-from cdc_backfill.capture.debezium_landing import notifications_file
 from cdc_backfill.cli.main import main
+from cdc_backfill.landing.notifications import notifications_file
 from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import dbz_drain, landed_records, require_engine, settings
 from tests.support.pg import plain_url, sql

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_landing import batch_file_name, land_batch, last_batch, next_offset
+from cdc_backfill.capture.debezium_landing import land_batch, last_batch, next_offset
 from cdc_backfill.events.debezium import delivery_offset
-from cdc_backfill.layout import ingested_stream_dir
+from cdc_backfill.landing.layout import batch_file_name, ingested_stream_dir
 
 
 def test_batches_continue_their_offsets_across_restarts_and_ingest_moves(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_batches_continue_their_offsets_across_restarts_and_ingest_moves(tmp_pat
 
 
 def test_snapshot_outcomes_keep_a_stopped_snapshot_aborted() -> None:
-    from cdc_backfill.capture.debezium_landing import snapshot_outcomes
+    from cdc_backfill.landing.notifications import snapshot_outcomes
 
     def n(i: str, t: str) -> dict:
         return {"id": i, "type": t}
@@ -73,8 +73,8 @@ def test_a_sinks_notifications_are_read_where_it_landed_them(tmp_path: Path) -> 
     """Kafka Connect or Debezium Server writing the notification topic into the landing's stream folder:
     the snapshot's end is read there, waiting or already ingested, wrapped or not; other lines are not
     notifications, and this project's own batch files are not searched."""
-    from cdc_backfill.capture.debezium_landing import ended_snapshots, notifications_in
-    from cdc_backfill.layout import stream_dir
+    from cdc_backfill.landing.layout import stream_dir
+    from cdc_backfill.landing.notifications import ended_snapshots, notifications_in
 
     change = {
         "op": "r",
@@ -107,8 +107,8 @@ def test_a_sinks_file_being_written_or_renamed_away_is_not_an_error(tmp_path: Pa
     """A sink writing a file under a hidden name, then renaming it, while the trigger polls: the hidden
     file is left out (as ingest leaves it), and a file gone between the listing and its reading is read
     where it is at the next poll (a race that failed a DAG's wait for the stream)."""
-    from cdc_backfill.capture.debezium_landing import ended_snapshots
-    from cdc_backfill.layout import stream_dir
+    from cdc_backfill.landing.layout import stream_dir
+    from cdc_backfill.landing.notifications import ended_snapshots
 
     stream_dir(tmp_path).mkdir(parents=True)
     line = _sink_line(0, _note("s1", "COMPLETED")) + "\n"
@@ -133,8 +133,8 @@ def test_a_sinks_file_being_written_or_renamed_away_is_not_an_error(tmp_path: Pa
 
 def test_a_sinks_notifications_on_s3(s3_lake) -> None:  # type: ignore[no-untyped-def]
     """A sink (S3 sink connector, Debezium Server) writing objects into an S3 landing: read once each."""
-    from cdc_backfill.capture.debezium_landing import ended_snapshots
-    from cdc_backfill.layout import stream_dir
+    from cdc_backfill.landing.layout import stream_dir
+    from cdc_backfill.landing.notifications import ended_snapshots
 
     folder = stream_dir(s3_lake)
     folder.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.capture.debezium_landing import read_notifications
 from cdc_backfill.cli.main import main
+from cdc_backfill.landing.notifications import read_notifications
 from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import (
     dbz_drain,

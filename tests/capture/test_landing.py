@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cdc_backfill.capture.landing import LandingWriter, landed_position
-from cdc_backfill.layout import stream_file_name as file_name
+from cdc_backfill.capture.landing import LandingWriter
+from cdc_backfill.landing.layout import stream_file_name as file_name
+from cdc_backfill.landing.stream import landed_position
 
 
 def test_only_whole_transactions_in_finished_files_are_confirmed(tmp_path: Path) -> None:

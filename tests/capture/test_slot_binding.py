@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.layout import capture_log_files
+from cdc_backfill.landing.layout import capture_log_files
 from tests.support.cli import cli
 from tests.support.pg import plain_url, sql
 

@@ -15,9 +15,9 @@ import pytest
 
 from cdc_backfill.capture.postgres import CRASH_ENV
 from cdc_backfill.capture.typed import TypedPostgresCapture
-from cdc_backfill.eventlog.store import log_files, read_schema
-from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.events.positions import position_of_key
+from cdc_backfill.landing.manifests import landed_log_position
+from cdc_backfill.landing.store import log_files, read_schema
 from tests.support.pg import sql
 
 pytestmark = pytest.mark.pg
@@ -88,8 +88,8 @@ def test_a_fence_alone_moves_the_landed_position_past_it(fresh_db: str, tmp_path
     # its own, which lands no event in the log
     import sqlalchemy as sa
 
-    from cdc_backfill.capture.landing import landed_position
     from cdc_backfill.events.positions import pg_lsn
+    from cdc_backfill.landing.stream import landed_position
 
     landing = tmp_path / "landing"
     TypedPostgresCapture(fresh_db, landing).run()

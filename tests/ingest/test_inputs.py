@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.ingest.inputs import InputError, bytes_to_ingest, ingest_paths
-from cdc_backfill.layout import stream_dir
+from cdc_backfill.landing.layout import stream_dir
+from cdc_backfill.landing.stream import InputError, bytes_to_ingest, ingest_paths
 
 
 def test_an_ingest_reads_what_it_is_given_else_the_landings_own_stream(tmp_path: Path) -> None:

@@ -10,15 +10,14 @@ import pytest
 from cdc_backfill.ingest.kafka import (
     LOST_KEY,
     MANIFEST_KEY,
-    NOTES_KEY,
     OffsetRange,
     Plan,
     committed,
-    manifest_notes,
     plan,
     spark_offsets,
 )
 from cdc_backfill.kafka.topics import KafkaError, Partition
+from cdc_backfill.landing.manifests import NOTES_KEY, manifest_notes
 
 A0, A1, B0 = Partition("a", 0), Partition("a", 1), Partition("b", 0)
 

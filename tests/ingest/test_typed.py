@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 
 from cdc_backfill.eventlog.schema import LogVersion
-from cdc_backfill.eventlog.spark.rows import as_log_rows
 from cdc_backfill.events.parse import DEFAULT_OPTIONS
 from cdc_backfill.ingest import plain
 from cdc_backfill.ingest.spark.parse import ARROW_SCHEMA, parse_contents
 from cdc_backfill.ingest.typed import json_type, typed_events
+from cdc_backfill.landing.spark.rows import as_log_rows
 from cdc_backfill.pgtypes import PgColumn
 from tests.support.records import capture_record, changed
 

@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.faults import INGEST_CRASH_ENV
 from cdc_backfill.kafka.local import LocalKafka
+from cdc_backfill.landing.manifests import roll_manifests
 from tests.support.cli import as_printed, cli, ok
 from tests.support.kafka import produce, start_broker
 from tests.support.records import capture_record

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import rolls_dir, snapshot_dir, stream_dir
+from cdc_backfill.landing.layout import rolls_dir, snapshot_dir, stream_dir
 from cdc_backfill.reconcile import run_size
 from cdc_backfill.reconcile.run_size import (
     JSON_EVENT_BYTES,

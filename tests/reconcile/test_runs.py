@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.layout import log_file_name, rolls_dir
+from cdc_backfill.landing.layout import log_file_name, rolls_dir
+from cdc_backfill.landing.stream import ingest_hint, stream_files, unmoved_json_reason
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import (
     SPANS_AT_MOST,
@@ -17,13 +18,10 @@ from cdc_backfill.reconcile.runs import (
     RunInput,
     RunMeta,
     chunk_footers,
-    ingest_hint,
     landed_log_files,
     next_meta,
     reads_once,
-    stream_files,
     stream_spans,
-    unmoved_json_reason,
 )
 from cdc_backfill.reconcile.windows import Window
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.layout import snapshot_dir
+from cdc_backfill.landing.layout import snapshot_dir
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.range_reader import RangeReader
 from tests.support.cli import cli, ok

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.layout import snapshot_dir
+from cdc_backfill.landing.layout import snapshot_dir
 from cdc_backfill.snapshot import sizing
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.snapshot.sizing import ADAPTIVE_MAX_BYTES, ADAPTIVE_MAX_ROWS, next_chunk_size

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cdc_backfill.events import parse_file
 from cdc_backfill.events.model import ChangeEvent
-from cdc_backfill.layout import capture_stream_files
+from cdc_backfill.landing.layout import capture_stream_files
 
 
 def landed_events(landing: Path) -> list[ChangeEvent]:
@@ -27,9 +27,9 @@ def landed_creates(landing: Path, collection: str, fmt: str) -> list[dict]:  # t
     if fmt == "json":
         return [e.after for e in landed_events(landing) if e.collection == collection and e.op == "c"]  # type: ignore[misc]
 
-    from cdc_backfill.eventlog.writer import named_log_files
     from cdc_backfill.lakepath import lake_path, read_parquet
-    from cdc_backfill.layout import LOG_DIR
+    from cdc_backfill.landing.layout import LOG_DIR
+    from cdc_backfill.landing.manifests import named_log_files
 
     rows = []
     for f in sorted(named_log_files(landing)):

@@ -15,8 +15,8 @@ from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture
 from cdc_backfill.capture.debezium_config import DebeziumSettings
 from cdc_backfill.capture.debezium_drain import pg_marker_writer
 from cdc_backfill.capture.debezium_jvm import engine_available
-from cdc_backfill.capture.debezium_landing import read_notifications
 from cdc_backfill.events.debezium import follows, schema_line, with_schemas
+from cdc_backfill.landing.notifications import read_notifications
 from tests.support.pg import plain_url
 
 

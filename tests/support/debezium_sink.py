@@ -25,7 +25,7 @@ from pathlib import Path
 import cdc_backfill.capture.debezium as debezium_module
 from cdc_backfill.capture.debezium import DebeziumCapture
 from cdc_backfill.files import write_atomically
-from cdc_backfill.layout import stream_dir
+from cdc_backfill.landing.layout import stream_dir
 from tests.support.debezium import dbz_drain, run_until, settings
 
 TOPIC = "cdc_backfill.notifications"

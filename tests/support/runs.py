@@ -45,7 +45,7 @@ def land_snapshot_of(keys: int, enc: Encoder, landing: Path) -> Script:
 
 def assert_manifest_totals_are_sparks(spark: Any, landing: Path, collection: str, signal: str) -> None:
     """The run's totals the roll manifests give equal those Spark counts over the same log files."""
-    from cdc_backfill.reconcile.columns import collection_columns
+    from cdc_backfill.landing.columns import collection_columns
     from cdc_backfill.reconcile.runs import landed_log_files, plan_run
     from cdc_backfill.reconcile.spark.job import run_rows
     from cdc_backfill.reconcile.spark.runs import stream_totals

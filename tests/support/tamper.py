@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import parquet_metadata, read_parquet
-from cdc_backfill.reconcile.columns import collection_columns
+from cdc_backfill.landing.columns import collection_columns
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine

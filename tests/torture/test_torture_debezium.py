@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
-from cdc_backfill.capture.debezium_landing import read_notifications
 from cdc_backfill.cli.main import main
+from cdc_backfill.landing.notifications import read_notifications
 from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import dbz_drain, require_engine, run_until_a_chunk, settings
 from tests.support.judge import assert_state_is_source, overlap

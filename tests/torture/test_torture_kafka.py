@@ -207,7 +207,7 @@ def test_a_connect_worker_killed_after_started_leaves_the_snapshot_waiting_and_a
 
 def rows_in_state(state: Path, collection: str) -> int:
     """How many rows the collection's state holds (none before its first state)."""
-    from cdc_backfill.layout import collection_dir
+    from cdc_backfill.landing.layout import collection_dir
     from tests.support.state import state_table
 
     return state_table(state, collection).num_rows if collection_dir(state, collection).is_dir() else 0

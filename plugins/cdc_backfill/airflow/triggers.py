@@ -18,7 +18,7 @@ from cdc_backfill.signals import windows
 
 def landed(landing: str) -> tuple[int, int]:
     """The greatest (commit LSN, LSN) the capture has landed in ``landing`` (file names only)."""
-    from cdc_backfill.capture.landing import landed_position
+    from cdc_backfill.landing.stream import landed_position
 
     return landed_position(lake_path(landing))
 
@@ -27,7 +27,7 @@ def debezium_reported(landing: str, signal_id: str | None) -> str | None:
     """How Debezium said the snapshot ``signal_id`` ended (COMPLETED, ABORTED), if the landing holds
     its notifications (``capture debezium``); None otherwise. Debezium sends the notification after the
     snapshot's last READs, and the capture records it after landing them."""
-    from cdc_backfill.capture.debezium_landing import ended_snapshots
+    from cdc_backfill.landing.notifications import ended_snapshots
 
     return ended_snapshots(lake_path(landing)).get(signal_id) if signal_id else None
 

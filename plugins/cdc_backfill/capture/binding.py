@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from cdc_backfill.capture.publication import CaptureError
 from cdc_backfill.files import write_atomically, write_new
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import landing_meta_file
+from cdc_backfill.landing.layout import landing_meta_file
 from cdc_backfill.signals.tables import utc_now
 
 BINDING_TABLE = "cdc_slot_binding"

@@ -14,8 +14,8 @@ from pathlib import Path
 from cdc_backfill.capture.binding import SlotBindingError
 from cdc_backfill.capture.debezium_config import drain_command, is_debezium_landing, native_slots
 from cdc_backfill.capture.fence import emit_fence, stream_passed
-from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, CaptureError, SlotInUse
+from cdc_backfill.landing.stream import landed_position
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def native_up_to_now(
     it to land a fence. Either way the landing then passes every position taken before the call (the
     drain's marker and the fence are written after it), which is what verify at a position needs.
     Raises CatchUpError for a landing no native capture writes."""
-    from cdc_backfill.reconcile.runs import stream_files
+    from cdc_backfill.landing.stream import stream_files
 
     slot = native_slot(landing)
     if slot is None:
@@ -135,7 +135,7 @@ def debezium_refresh(url: str, landing: Path, signal_table: str | None = None) -
 def json_landed(landing: Path) -> bool:
     """Has anything landed JSON stream files here (waiting for ingest or moved by it)? A connector run
     by Kafka Connect or Debezium Server writes its files so, with no offsets or binding of ours."""
-    from cdc_backfill.layout import ingested_stream_dir, stream_dir
+    from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
 
     return any(f.is_dir() and any(f.iterdir()) for f in (stream_dir(landing), ingested_stream_dir(landing)))
 
@@ -150,7 +150,7 @@ def debezium_followed(
 
     from cdc_backfill.capture.debezium_drain import drain_marker_in, pg_marker_writer
     from cdc_backfill.lakepath import S3Path
-    from cdc_backfill.layout import ingested_stream_dir, stream_dir
+    from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
     from cdc_backfill.signals.marks import DRAIN_PREFIX
 
     def files() -> dict[tuple[str, int], Path]:

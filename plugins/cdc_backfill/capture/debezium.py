@@ -38,13 +38,15 @@ from cdc_backfill.capture.debezium_landing import (
     last_batch,
     pull_engine_files,
     push_engine_files,
+)
+from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.layout import debezium_dir
+from cdc_backfill.landing.notifications import (
     read_notifications,
     record_notifications,
     snapshot_notification,
     snapshot_outcomes,
 )
-from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import debezium_dir
 from cdc_backfill.signals.marks import DRAIN_PREFIX
 
 log = logging.getLogger(__name__)

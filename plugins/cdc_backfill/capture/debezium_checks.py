@@ -21,16 +21,12 @@ from cdc_backfill.capture.debezium import (
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_drain import pg_marker_writer
 from cdc_backfill.capture.debezium_jvm import engine_available
-from cdc_backfill.capture.debezium_landing import (
-    next_offset,
-    read_notifications,
-    snapshot_outcomes,
-    waiting_batches,
-)
+from cdc_backfill.capture.debezium_landing import next_offset, waiting_batches
 from cdc_backfill.capture.publication import slot_exists
 from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import debezium_dir
+from cdc_backfill.landing.layout import debezium_dir
+from cdc_backfill.landing.notifications import read_notifications, snapshot_outcomes
 
 SIGNAL_COLUMNS = ("id", "type", "data")  # Debezium reads a signal row's first three columns as these
 

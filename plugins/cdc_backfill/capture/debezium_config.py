@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from cdc_backfill.lakepath import LakePath, S3Path
-from cdc_backfill.layout import debezium_dir
+from cdc_backfill.landing.layout import debezium_dir
 
 CONNECTORS = {
     "postgresql": "io.debezium.connector.postgresql.PostgresConnector",

@@ -13,8 +13,6 @@ restarts from the last file's name.
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -22,14 +20,13 @@ from cdc_backfill.capture.debezium_config import engine_folder
 from cdc_backfill.events.debezium import unwrap
 from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import LakePath, S3Path
-from cdc_backfill.layout import debezium_dir, ingested_stream_dir, stream_dir
-
-_NAME_RE = re.compile(r"^dbz-(\d{20})-(\d{20})\.jsonl$")
-
-
-def batch_file_name(first: int, last: int) -> str:
-    """A batch's file: its first and last delivery offsets, zero-padded so names sort in order."""
-    return f"dbz-{first:020d}-{last:020d}.jsonl"
+from cdc_backfill.landing.layout import (
+    DEBEZIUM_BATCH_NAME,
+    batch_file_name,
+    debezium_dir,
+    ingested_stream_dir,
+    stream_dir,
+)
 
 
 def _landed_batches(landing: Path) -> Iterator[tuple[int, Path]]:
@@ -37,7 +34,7 @@ def _landed_batches(landing: Path) -> Iterator[tuple[int, Path]]:
     for folder in (stream_dir(landing), ingested_stream_dir(landing)):
         if folder.is_dir():
             for p in folder.iterdir():
-                m = _NAME_RE.match(p.name)
+                m = DEBEZIUM_BATCH_NAME.match(p.name)
                 if m:
                     yield int(m.group(2)), p
 
@@ -51,7 +48,7 @@ def next_offset(landing: Path) -> int:
 def waiting_batches(landing: Path) -> list[Path]:
     """The batch files in ``stream/`` that ``ingest`` has not moved into the log yet."""
     folder = stream_dir(landing)
-    return sorted(p for p in folder.iterdir() if _NAME_RE.match(p.name)) if folder.is_dir() else []
+    return sorted(p for p in folder.iterdir() if DEBEZIUM_BATCH_NAME.match(p.name)) if folder.is_dir() else []
 
 
 def last_batch(landing: Path) -> tuple[int, Path] | None:
@@ -168,143 +165,6 @@ def land_lines(landing: Path, data: bytes, first: int, count: int) -> Path | Non
     path = folder / batch_file_name(first, first + count - 1)
     write_atomically(path, data)
     return path
-
-
-def notifications_file(landing: Path) -> Path:
-    return debezium_dir(landing) / "notifications.jsonl"
-
-
-def snapshot_notification(value: str | None) -> dict | None:
-    """An incremental snapshot's notification from Debezium (pure): ``{"id", "type", ...}`` where ``id``
-    is the execute-snapshot signal's id and ``type`` STARTED, PAUSED, RESUMED, IN_PROGRESS,
-    TABLE_SCAN_COMPLETED, COMPLETED or ABORTED; None for any other notification."""
-    if not value:
-        return None
-    return notification_of(json.loads(value))
-
-
-def notification_of(doc: object) -> dict | None:
-    """:func:`snapshot_notification` of a value already parsed, with or without its schema wrapper."""
-    payload = doc.get("payload", doc) if isinstance(doc, dict) and "schema" in doc else doc
-    if not isinstance(payload, dict) or payload.get("aggregate_type") != "Incremental Snapshot":
-        return None
-    return {
-        "id": payload.get("id"),
-        "type": payload.get("type"),
-        "additional_data": payload.get("additional_data") or {},
-        "timestamp": payload.get("timestamp"),
-    }
-
-
-def record_notifications(landing: Path, notes: list[dict]) -> None:
-    """Append notifications to the landing's notification log, durably (they tell a later run which
-    snapshots ended while it was not running)."""
-    if not notes:
-        return
-    path = notifications_file(landing)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(n, separators=(",", ":")) + "\n" for n in notes)
-    if isinstance(path, S3Path):  # no appends on S3: the log and the new lines in one PUT
-        path.write_bytes((path.read_bytes() if path.is_file() else b"") + lines.encode())
-        return
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(lines)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def read_notifications(landing: Path) -> list[dict]:
-    path = notifications_file(landing)
-    notes = []
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                notes.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut by a crash
-    return notes
-
-
-def snapshot_outcomes(notes: Iterable[dict]) -> dict[str, str]:
-    """Signal id -> COMPLETED or ABORTED, from Debezium's notifications in order (pure).
-
-    Debezium 3.6 reports a stop-snapshot as the snapshot COMPLETED under the signal's id, then ABORTED
-    under an id of its own: that ABORTED counts against the snapshot running or just ended, and a
-    stopped snapshot stays aborted.
-    """
-    out: dict[str, str] = {}
-    running: str | None = None
-    last: str | None = None
-    for note in notes:
-        sid, kind = str(note.get("id")), note.get("type")
-        if kind == "STARTED":
-            running = sid
-        elif kind == "ABORTED":
-            out[sid if sid in out or sid == running else (running or last or sid)] = "ABORTED"
-        elif kind == "COMPLETED":
-            out[sid] = "ABORTED" if out.get(sid) == "ABORTED" else "COMPLETED"
-            last, running = sid, None if running == sid else running
-    return out
-
-
-def ended_snapshots(landing: Path) -> dict[str, str]:
-    """Signal id -> COMPLETED or ABORTED, for the snapshots Debezium said have ended: in the notification
-    log ``capture debezium`` keeps, or in the stream files a sink landed (:func:`sink_notifications`)."""
-    return snapshot_outcomes([*read_notifications(landing), *sink_notifications(landing)])
-
-
-NOTIFICATION_MARK = b'"Incremental Snapshot"'  # in every such notification: files without it are skipped
-_sink_files: dict[tuple[str, int], list[dict]] = {}  # (file, size) -> its notifications: read once
-
-
-def sink_notifications(landing: Path) -> list[dict]:
-    """Debezium's incremental-snapshot notifications in the landing's stream files (waiting or ingested)
-    that a sink wrote, in file-name order: Kafka Connect or Debezium Server landing the notification
-    topic (``notification.enabled.channels=sink``) beside the change topics. ``capture debezium``'s own
-    batch files never hold them. A local file is read again only when its size changed (a sink
-    appending); an object on S3, which never changes, once. Hidden and ``_`` names are left out, as
-    ``ingest`` leaves them: a file being written (``.dbz-....jsonl.<id>.part``) is read under its own
-    name once whole."""
-    files = [p for folder in (stream_dir(landing), ingested_stream_dir(landing)) if folder.is_dir()
-             for p in folder.iterdir()
-             if not _NAME_RE.match(p.name) and not p.name.startswith((".", "_"))]  # fmt: skip
-    return [note for path in sorted(files, key=lambda p: p.name) for note in _file_notifications(path)]
-
-
-def _file_notifications(path: LakePath) -> list[dict]:
-    if isinstance(path, S3Path):
-        key = (str(path), -1)
-        if key not in _sink_files:  # a listed prefix is no file: remembered as holding none
-            _sink_files[key] = notifications_in(path.read_bytes()) if path.is_file() else []
-        return _sink_files[key]
-    # a file renamed or moved since the listing is read where it is at the next poll; a folder holds none
-    try:
-        key = (str(path), path.stat().st_size)
-        if key not in _sink_files:
-            _sink_files[key] = notifications_in(path.read_bytes())
-    except (FileNotFoundError, IsADirectoryError):
-        return []
-    return _sink_files[key]
-
-
-def notifications_in(data: bytes) -> list[dict]:
-    """The incremental-snapshot notifications among a stream file's JSON lines (pure): values alone, or
-    beside their key and offset as a Kafka sink writes them; any other line is not one."""
-    if NOTIFICATION_MARK not in data:
-        return []
-    notes = []
-    for line in data.splitlines():
-        if NOTIFICATION_MARK not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # not this function's to judge: ingest quarantines it
-        value = record.get("value", record) if isinstance(record, dict) and "op" not in record else record
-        note = notification_of(value)
-        if note is not None:
-            notes.append(note)
-    return notes
 
 
 ENGINE_SUFFIXES = (".offsets", ".history")

@@ -38,28 +38,14 @@ from cdc_backfill.capture.sinks import (
     TxnState,
     WriterSink,
 )
-from cdc_backfill.eventlog.writer import landed_log_position
 from cdc_backfill.files import fsync_dir, write_atomically
 from cdc_backfill.lakepath import LakePath, S3Path
-from cdc_backfill.layout import schema_file, stream_dir, stream_file_name, stream_file_position
+from cdc_backfill.landing.layout import schema_file, stream_dir, stream_file_name
+from cdc_backfill.landing.stream import landed_position
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.fastpath import column_kind
 
 log = logging.getLogger(__name__)
-
-
-def landed_position(folder: LakePath) -> tuple[int, int]:
-    """The greatest (commit lsn, lsn) landed: in finished stream files or a roll manifest of the typed
-    log; (0, 0) for an empty landing zone."""
-    logged = landed_log_position(folder)
-    best = (logged[0], logged[1]) if len(logged) >= 2 else (0, 0)
-    stream = stream_dir(folder)
-    if stream.is_dir():
-        for entry in stream.iterdir():
-            position = stream_file_position(entry.name)
-            if position is not None:
-                best = max(best, position)
-    return best
 
 
 class LandingWriter:

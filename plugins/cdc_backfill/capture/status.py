@@ -7,11 +7,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.publication import DEFAULT_SLOT, CaptureError
 from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import capture_log_files, capture_stream_files
+from cdc_backfill.landing.layout import capture_log_files, capture_stream_files
+from cdc_backfill.landing.stream import landed_position
 
 
 def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> dict[str, Any]:

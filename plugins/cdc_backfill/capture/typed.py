@@ -15,7 +15,6 @@ position is the greatest a manifest names (JSON lines landed earlier by the slot
 
 from __future__ import annotations
 
-from cdc_backfill.capture.landing import landed_position
 from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.capture.sinks import (
     DELETE,
@@ -29,8 +28,10 @@ from cdc_backfill.capture.sinks import (
     WriterSink,
 )
 from cdc_backfill.eventlog.schema import LogVersion
-from cdc_backfill.eventlog.store import describe
-from cdc_backfill.eventlog.writer import LogWriter, landed_log_position
+from cdc_backfill.landing.manifests import landed_log_position
+from cdc_backfill.landing.store import describe
+from cdc_backfill.landing.stream import landed_position
+from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.tuplecsv import tuple_csv
 from cdc_backfill.pgtypes import PgColumn

@@ -15,7 +15,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from cdc_backfill.cli.reconcile import submit_and_relay
     from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
     from cdc_backfill.ingest.columns import ColumnsError, read_column_types
-    from cdc_backfill.ingest.inputs import InputError
+    from cdc_backfill.landing.stream import InputError
     from cdc_backfill.reconcile.run_size import first_compiler_only_to_ingest
     from cdc_backfill.spark.submit import ingest_command, printed_command, submit_environ
 
@@ -56,8 +56,8 @@ def _check_sample(args: argparse.Namespace, given: dict) -> None:  # type: ignor
     """The files' first records, typed by what the job would type them with (no catalog): a collection
     nothing describes is refused now, not after Spark's start-up."""
     from cdc_backfill.ingest.columns import ColumnSources
-    from cdc_backfill.ingest.inputs import ingest_paths
     from cdc_backfill.ingest.precheck import check_sample
+    from cdc_backfill.landing.stream import ingest_paths
 
     landing = lake_path(args.landing)
     paths = [lake_path(p) for p in args.inputs] or ingest_paths(landing, None)

@@ -20,7 +20,7 @@ from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 
 def _cmd_reconcile(args: argparse.Namespace) -> int:
-    from cdc_backfill.reconcile.runs import unmoved_json_reason
+    from cdc_backfill.landing.stream import unmoved_json_reason
     from cdc_backfill.spark.submit import printed_command, reconcile_command, submit_environ
 
     landing = lake_path(args.landing)  # a folder or s3://bucket/prefix (StorageError: one line, exit 2)
@@ -55,7 +55,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
 
 def _collections(args: argparse.Namespace) -> list[str]:
     """The collections the run reconciles: those asked for, else every one landed."""
-    from cdc_backfill.reconcile.columns import landed_collections
+    from cdc_backfill.landing.columns import landed_collections
 
     return args.collections or landed_collections(lake_path(args.landing), args.signal_table)
 
@@ -63,7 +63,7 @@ def _collections(args: argparse.Namespace) -> list[str]:
 def _nothing_new(args: argparse.Namespace) -> bool:
     """A run that would change nothing (with ``--ingest``: and has no JSON to ingest) is not run: no
     Spark, no new version (older ones stay kept). Its summary says so, in the job's form."""
-    from cdc_backfill.ingest.inputs import ingest_paths
+    from cdc_backfill.landing.stream import ingest_paths
     from cdc_backfill.reconcile.runs import nothing_new
 
     landing = lake_path(args.landing)
@@ -91,7 +91,7 @@ def unknown_collections(landing: Path, asked: list[str], signal_table: str) -> s
     before any Spark starts; None when all are."""
     import difflib
 
-    from cdc_backfill.reconcile.columns import landed_collections
+    from cdc_backfill.landing.columns import landed_collections
 
     held = landed_collections(landing, signal_table)
     missing = [c for c in asked if c not in held]

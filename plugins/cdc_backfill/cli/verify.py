@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 
 from cdc_backfill.config import mask_url, require_source_url, source_engine
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import collection_dir
+from cdc_backfill.landing.layout import collection_dir
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.verify.ranges import DEFAULT_RANGES, MAX_RANGES
 from cdc_backfill.verify.recheck import MAX_RECHECKS, ROUNDS

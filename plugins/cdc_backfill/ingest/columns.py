@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.columns import collection_columns, landed_collections
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.reconcile.columns import collection_columns, landed_collections
 
 Described = tuple[list[PgColumn], list[str]]
 

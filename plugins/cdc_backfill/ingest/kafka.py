@@ -20,8 +20,6 @@ from typing import Any
 from cdc_backfill.kafka.topics import KafkaError, Partition
 
 MANIFEST_KEY = "kafka"  # a manifest's list of the offset ranges it landed
-# ... and the Debezium notifications among its records: committed with the stream read before them
-NOTES_KEY = "debezium_notifications"
 LOST_KEY = "kafka_skipped"  # ... and of those it was told to skip (deleted before they landed)
 
 
@@ -126,10 +124,3 @@ def spark_offsets(ranges: Iterable[OffsetRange]) -> tuple[str, str, str]:
         starts.setdefault(r.part.topic, {})[str(r.part.partition)] = r.start
         ends.setdefault(r.part.topic, {})[str(r.part.partition)] = r.end
     return json.dumps(assign), json.dumps(starts), json.dumps(ends)
-
-
-def manifest_notes(manifests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The Debezium notifications the manifests hold, in the manifests' order (pure). Each is applied
-    once its manifest exists: the changes Debezium sent before it are in the same manifest or an
-    earlier one (up to Kafka's order across partitions, docs/design.md §5.3)."""
-    return [{**note, "applied": True} for m in manifests for note in m.get(NOTES_KEY, [])]

@@ -14,7 +14,7 @@ from cdc_backfill.events.model import ParseError, Quarantined
 from cdc_backfill.events.parse import ParseOptions, file_records, loads, parse_lines
 from cdc_backfill.ingest.columns import ColumnSources, Described
 from cdc_backfill.ingest.connect import described_from_json, wrapped_columns
-from cdc_backfill.ingest.inputs import event_files
+from cdc_backfill.landing.stream import event_files
 
 SAMPLE_RECORDS = 1000  # per file: enough to meet every collection of a usual topic file
 

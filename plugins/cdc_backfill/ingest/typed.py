@@ -26,7 +26,7 @@ from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import LINE, OP, OPS, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
 from cdc_backfill.files import write_parquet
-from cdc_backfill.layout import typed_stage_dir
+from cdc_backfill.landing.layout import typed_stage_dir
 from cdc_backfill.pgtypes import PgColumn, arrow_type, decimal_shape
 
 log = logging.getLogger(__name__)

@@ -55,7 +55,7 @@ def notification_marks(
     """Done marks (a finished table scan of ``collection``) and ended marks (an aborted snapshot) from
     Debezium's notifications: only those marked ``applied`` (the stream landed with them is in the
     log this run applies), placed at ``reached``, the position the run's state has reached."""
-    from cdc_backfill.capture.debezium_landing import snapshot_outcomes
+    from cdc_backfill.landing.notifications import snapshot_outcomes
 
     if reached is None:
         return []
@@ -78,7 +78,7 @@ def notification_marks(
 def unfinished(notes: Sequence[dict[str, Any]]) -> dict[str, str]:
     """The snapshots Debezium said STARTED and has not said ended in ``notes``, each with what the
     run waits for and what to do when its connector was lost (pure: the run summary's words)."""
-    from cdc_backfill.capture.debezium_landing import snapshot_outcomes
+    from cdc_backfill.landing.notifications import snapshot_outcomes
 
     ended = snapshot_outcomes(notes)
     started = dict.fromkeys(str(n.get("id")) for n in notes if n.get("type") == "STARTED")

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from cdc_backfill.ingest.inputs import bytes_to_ingest
+from cdc_backfill.landing.stream import bytes_to_ingest
 from cdc_backfill.reconcile.runs import chunk_footers, landed_log_files, plan_run
 from cdc_backfill.state.table import StateError, current_version
 

@@ -10,7 +10,6 @@ for the next run, see ``cdc_backfill.reconcile.spark.merge.carry``): ``cdc_backf
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,19 +19,15 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHANGED, valid_counts
-from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.ingest.inputs import ingest_paths
-from cdc_backfill.ingest.kafka import manifest_notes
 from cdc_backfill.lakepath import lake_path, parquet_metadata
-from cdc_backfill.layout import (
-    debezium_dir,
+from cdc_backfill.landing.layout import (
     log_file_span,
     rolls_dir,
     runs_dir,
     snapshot_dir,
-    stream_dir,
 )
+from cdc_backfill.landing.notifications import debezium_notes
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
 from cdc_backfill.state.table import StateError, StateVersion, current_version
@@ -91,31 +86,6 @@ class RunInput:
         return self.previous.carry if self.previous is not None else None
 
 
-def stream_files(landing: Path) -> list[str]:
-    """Every landed JSON stream file, relative to the stream folder, in name order: those an ingest of
-    the landing reads (finished files only: writers land ``.part``/hidden files and rename them)."""
-    root = stream_dir(landing)
-    return [p.relative_to(root).as_posix() for p in ingest_paths(landing, None)]
-
-
-def unmoved_json_reason(landing: Path) -> str | None:
-    """Why the landing zone cannot be reconciled yet, if it holds JSON stream files: the reconcile
-    reads the typed log only, and ``ingest`` moves them into it (pure but for listing the folder)."""
-    files = stream_files(landing)
-    if not files:
-        return None
-    return (
-        f"{stream_dir(landing)}/ holds {len(files)} JSON stream file(s), which the reconcile does not read: "
-        f"move them into the typed log with `{ingest_hint(landing)}`, then reconcile again (or reconcile "
-        "with --ingest: both in one job)"
-    )
-
-
-def ingest_hint(landing: Path) -> str:
-    """The command that moves a landing zone's JSON stream files into its log, as the user runs it."""
-    return f"cdc-backfill ingest --landing {shlex.quote(str(landing))}"
-
-
 def read_meta(version: StateVersion | None) -> RunMeta:
     return RunMeta.from_json(version.meta) if version is not None and version.meta else RunMeta()
 
@@ -127,26 +97,6 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
         p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.judged
     ) if chunk_dir.is_dir() else ()  # fmt: skip
     return RunInput(collection, previous, meta, chunks, debezium_notes(landing))
-
-
-def debezium_notes(landing: Path) -> tuple[dict[str, Any], ...] | None:
-    """Debezium's notifications the landing holds, in order, each marked ``applied`` when the stream
-    landed before it is in the log; None for a landing no Debezium wrote."""
-    notes = None
-    if debezium_dir(landing).is_dir():
-        from cdc_backfill.capture.debezium_landing import read_notifications
-        from cdc_backfill.ingest.inputs import ingested_names
-
-        found = read_notifications(landing)
-        # listed before the run lists its manifests: a file named here is in a manifest the run reads
-        names = ingested_names(landing) if found else set()
-        notes = tuple({**n, "applied": n.get("landed_in") in names} for n in found)
-    # those capture kafka read from a notification topic, in its manifests (an ingest's: the capture's
-    # rolls, most of a landing's manifests, are not read)
-    read = manifest_notes(roll_manifests(landing, ingest_only=True))
-    if read:
-        notes = (*(notes or ()), *read)
-    return notes
 
 
 def next_meta(

@@ -13,7 +13,7 @@ from typing import Any
 
 from cdc_backfill.eventlog.schema import OP, POSITION
 from cdc_backfill.lakepath import LakePath, lake_path, read_parquet
-from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
+from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow
 from cdc_backfill.signals.model import EXECUTE
 

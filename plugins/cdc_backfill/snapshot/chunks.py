@@ -11,7 +11,7 @@ import pyarrow as pa
 from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import LakePath, lake_path, parquet_schema
-from cdc_backfill.layout import SNAPSHOT_DIR, snapshot_dir
+from cdc_backfill.landing.layout import SNAPSHOT_DIR, snapshot_dir
 from cdc_backfill.pg.copybinary import BinaryRows, binary_table, last_key
 from cdc_backfill.pg.copyout import copy_out
 from cdc_backfill.pg.csvtext import last_fields, text_table

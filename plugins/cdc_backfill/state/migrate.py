@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import CARRY_DIR
+from cdc_backfill.landing.layout import CARRY_DIR
 from cdc_backfill.state.table import LEGACY_CURRENT, StateTable, StateVersion
 
 log = logging.getLogger(__name__)

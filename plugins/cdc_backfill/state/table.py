@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_dataset, rmtree, same_file
-from cdc_backfill.layout import CARRY_DIR
+from cdc_backfill.landing.layout import CARRY_DIR
 from cdc_backfill.state.stats import file_stats
 from cdc_backfill.storage import delta_options
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.eventlog.store import log_files
-from cdc_backfill.layout import ingested_stream_dir, stream_dir
+from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
+from cdc_backfill.landing.store import log_files
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, plain_url, snapshot_under_writers, sql

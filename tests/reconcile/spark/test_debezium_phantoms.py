@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cdc_backfill.capture.debezium_landing import record_notifications
 from cdc_backfill.ingest.columns import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
-from cdc_backfill.layout import debezium_dir, stream_dir
+from cdc_backfill.landing.layout import debezium_dir, stream_dir
+from cdc_backfill.landing.notifications import record_notifications
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.state import state_frame

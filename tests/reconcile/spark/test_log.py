@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.capture.typed import TypedPostgresCapture
-from cdc_backfill.layout import STREAM_DIR
+from cdc_backfill.landing.layout import STREAM_DIR
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import columns_of, keyed_state, source_state
@@ -63,8 +63,8 @@ def test_the_log_reconciles_to_the_source_in_one_run_and_in_several(
 def test_log_files_without_their_schema_document_are_refused_with_the_way_out(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from cdc_backfill.eventlog.store import describe
-    from cdc_backfill.layout import rolls_dir
+    from cdc_backfill.landing.layout import rolls_dir
+    from cdc_backfill.landing.store import describe
     from cdc_backfill.pgtypes import PgColumn
     from cdc_backfill.reconcile.spark.job import LandingError
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.ingest.spark.parse import events_only, landing_events
+from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.merge import reconcile_collection
 from tests.support.judge import assert_consistent, columns_of, keyed_state, source_state

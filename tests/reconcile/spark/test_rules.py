@@ -12,8 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.events.positions import position_key, position_of_key
+from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.merge import reconcile_parts
 from cdc_backfill.reconcile.spark.winners import INSIDE, READS_APPLIED, kept_keys

@@ -21,22 +21,12 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import POSITION, LogSchemaError
-from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows
-from cdc_backfill.eventlog.store import describe, next_version
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.faults import INGEST_CRASH_ENV, crash_point
 from cdc_backfill.files import write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
-from cdc_backfill.ingest.inputs import (
-    InputError,
-    InputFile,
-    ingest_lock,
-    ingest_paths,
-    move_ingested_stream,
-    pending,
-    remove_unnamed,
-)
+from cdc_backfill.ingest.inputs import ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.ingest.spark.log_files import name_files, staged_files
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
 from cdc_backfill.ingest.spark.totals import (
@@ -47,7 +37,7 @@ from cdc_backfill.ingest.spark.totals import (
 )
 from cdc_backfill.ingest.typed import Typing, readable
 from cdc_backfill.lakepath import S3Path, lake_path, rmtree
-from cdc_backfill.layout import (
+from cdc_backfill.landing.layout import (
     LOG_DIR,
     ingest_manifest_name,
     log_version_dir,
@@ -56,6 +46,9 @@ from cdc_backfill.layout import (
     staging_dir,
     typed_stage_dir,
 )
+from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
+from cdc_backfill.landing.store import describe, next_version
+from cdc_backfill.landing.stream import InputError, InputFile, ingest_paths
 from cdc_backfill.storage import s3_settings
 
 log = logging.getLogger("cdc_backfill.ingest")

@@ -25,14 +25,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc_backfill.eventlog.writer import roll_manifests
 from cdc_backfill.events.dataworks import is_dataworks
 from cdc_backfill.events.model import ParseError, Quarantined
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, RECORD_EXCERPT, ParseOptions, loads, parse_record
 from cdc_backfill.events.positions import KEY_CHANGE_CREATE, KEY_CHANGE_DELETE, PgStream
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
-from cdc_backfill.ingest.inputs import InputError, ingest_lock, remove_unnamed
-from cdc_backfill.ingest.kafka import NOTES_KEY, OffsetRange, Plan, committed, plan, spark_offsets
+from cdc_backfill.ingest.inputs import ingest_lock, remove_unnamed
+from cdc_backfill.ingest.kafka import OffsetRange, Plan, committed, plan, spark_offsets
 from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import empty_summary, land
 from cdc_backfill.ingest.spark.parse import PARSED_SCHEMA, ParsedColumns
@@ -48,6 +47,8 @@ from cdc_backfill.kafka.topics import (
     read_failure,
 )
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.manifests import NOTES_KEY, roll_manifests
+from cdc_backfill.landing.stream import InputError
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "headers")
 # The headers Debezium puts on the two halves of a key change (``__debezium.newkey`` on the old key's

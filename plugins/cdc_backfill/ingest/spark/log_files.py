@@ -10,9 +10,9 @@ from pathlib import Path
 
 from cdc_backfill.eventlog.schema import POSITION
 from cdc_backfill.files import fsync_dir
-from cdc_backfill.ingest.inputs import InputError
 from cdc_backfill.lakepath import S3Path, lake_path, parquet_metadata, read_parquet
-from cdc_backfill.layout import ingest_file_name
+from cdc_backfill.landing.layout import ingest_file_name
+from cdc_backfill.landing.stream import InputError
 
 
 def name_files(out: Path, target: Path, run: str, start: int) -> list[Path]:

@@ -20,26 +20,21 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from cdc_backfill.eventlog.spark.rows import (
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.columns import collection_columns, landed_collections
+from cdc_backfill.landing.layout import log_schema_file, runs_dir
+from cdc_backfill.landing.notifications import debezium_notes
+from cdc_backfill.landing.spark.rows import (
     collection_log_files,
     log_schema,
     read_log_rows,
     signal_schema,
 )
-from cdc_backfill.eventlog.store import read_schema
-from cdc_backfill.events.positions import position_key
-from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import log_schema_file, runs_dir
-from cdc_backfill.reconcile.columns import collection_columns, landed_collections
+from cdc_backfill.landing.store import read_schema
+from cdc_backfill.landing.stream import unmoved_json_reason
 from cdc_backfill.reconcile.debezium_snapshots import unfinished
-from cdc_backfill.reconcile.runs import (
-    LandedLog,
-    RunInput,
-    debezium_notes,
-    landed_log_files,
-    plan_run,
-    unmoved_json_reason,
-)
+from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run
 from cdc_backfill.reconcile.signal_files import landed_signal_rows
 from cdc_backfill.reconcile.spark.runs import RunFrames, read_run, reconcile_run
 from cdc_backfill.reconcile.windows import SignalRow

@@ -18,9 +18,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import OP, POSITION, UNCHANGED
-from cdc_backfill.eventlog.spark.rows import as_log_rows, as_signal_rows, log_schema, signal_schema
 from cdc_backfill.lakepath import same_file
-from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
+from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
+from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows, log_schema, signal_schema
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from cdc_backfill.faults import RECONCILE_CRASH_ENV, crash_point
-from cdc_backfill.layout import CARRY_ROWS, CARRY_SIGNALS
+from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.spark.local import empty_frame, parquet_files
 from cdc_backfill.state.table import StateTable, StateVersion
 

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog.schema import POSITION
-from cdc_backfill.reconcile.columns import collection_columns
+from cdc_backfill.landing.columns import collection_columns
 from cdc_backfill.reconcile.runs import RunInput, landed_log_files, plan_run
 from cdc_backfill.reconcile.spark.job import run_rows
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run

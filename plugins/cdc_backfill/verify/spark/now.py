@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import SparkSession
 
 from cdc_backfill.capture.publication import CaptureError
-from cdc_backfill.reconcile.runs import stream_files
+from cdc_backfill.landing.stream import stream_files
 from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.compare import RangeStats, compare

@@ -220,7 +220,7 @@ def no_state_reason(state_dir: Path, collection: str) -> str:
     closest names), or a state not written yet."""
     import difflib
 
-    from cdc_backfill.layout import collection_dir
+    from cdc_backfill.landing.layout import collection_dir
     from cdc_backfill.state.table import state_collections
 
     held = state_collections(state_dir)

@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from cdc_backfill.eventlog.schema import LINE, OP, OPS, ORIGIN, POSITION, TS_MS, UNCHANGED
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import LOG_DIR
+from cdc_backfill.landing.layout import LOG_DIR
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.spark.column_types import event_schema, from_debezium, spark_type
 from cdc_backfill.spark.positions import POSITION_TYPE

@@ -7,9 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdc_backfill.eventlog.store import read_schema
 from cdc_backfill.lakepath import parquet_schema
-from cdc_backfill.layout import LOG_DIR, SCHEMA_DIR, SNAPSHOT_DIR, log_schema_file, schema_file, snapshot_dir
+from cdc_backfill.landing.layout import (
+    LOG_DIR,
+    SCHEMA_DIR,
+    SNAPSHOT_DIR,
+    log_schema_file,
+    schema_file,
+    snapshot_dir,
+)
+from cdc_backfill.landing.store import read_schema
 from cdc_backfill.pgtypes import PgColumn
 
 

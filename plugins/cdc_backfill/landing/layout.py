@@ -167,3 +167,13 @@ def runs_dir(state: LakePath) -> LakePath:
 
 def collection_dir(state: Path, collection: str) -> LakePath:
     return lake_path(state) / collection
+
+
+# `capture debezium`'s batch files in stream/: their first and last delivery offsets, zero-padded so that
+# names sort in order
+DEBEZIUM_BATCH_NAME = re.compile(r"^dbz-(\d{20})-(\d{20})\.jsonl$")
+
+
+def batch_file_name(first: int, last: int) -> str:
+    """A ``capture debezium`` batch's file name."""
+    return f"dbz-{first:020d}-{last:020d}.jsonl"

@@ -15,7 +15,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
@@ -23,11 +22,12 @@ from cdc_backfill.arrowbuf import char_array, int64_array, line_array, names_arr
 from cdc_backfill.eventlog.buffers import position_key_array
 from cdc_backfill.eventlog.counts import COUNTS, event_counts
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
-from cdc_backfill.eventlog.store import write_events
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.layout import LOG_DIR, is_ingest_file, roll_manifest_name, rolls_dir
+from cdc_backfill.landing.layout import LOG_DIR, roll_manifest_name, rolls_dir
+from cdc_backfill.landing.manifests import remove_unlanded
+from cdc_backfill.landing.store import write_events
 from cdc_backfill.pg.csvtext import csv_row, text_table
 
 log = logging.getLogger(__name__)
@@ -42,47 +42,6 @@ class _Buffer:
     ts_ms: list[int | None] = field(default_factory=list)
     unchanged: list[list[str] | None] = field(default_factory=list)
     in_order: bool = True  # positions came in ascending order (a capture's do): no sort at the roll
-
-
-def roll_manifests(landing: Path, ingest_only: bool = False) -> list[dict[str, Any]]:
-    """Every roll manifest of the landing (the capture's and ingest's), in name order; ``ingest_only``:
-    those an ingest wrote (``ingest``, ``capture kafka``), without reading the capture's."""
-    folder = rolls_dir(landing)
-    if not folder.is_dir():
-        return []
-    paths = sorted(p for p in folder.glob("r*.json") if not ingest_only or is_ingest_file(p.name))
-    return [json.loads(p.read_text()) for p in paths]
-
-
-def named_log_files(landing: Path) -> set[str]:
-    """The log files (relative to the log folder) that a manifest names: the landed ones."""
-    return {f for manifest in roll_manifests(landing) for f in manifest["files"]}
-
-
-def landed_log_position(landing: Path) -> tuple[int, ...]:
-    """The greatest stream position a roll manifest completes; () for none."""
-    return max((tuple(m["position"]) for m in roll_manifests(landing)), default=())
-
-
-def remove_unlanded(landing: Path, ingest: bool = False) -> list[Path]:
-    """Delete log files no manifest names and partial files (what a crash left); returns them. A
-    capture's (``ingest`` False) and an ingest's are each left to the writer of their kind: the other
-    may be running now, about to name its files."""
-    root = lake_path(landing) / LOG_DIR
-    if not root.is_dir():
-        return []
-    named = named_log_files(landing)
-    gone = []
-    for path in sorted(root.glob("*/v*/*")):
-        if is_ingest_file(path.name) != ingest:
-            continue
-        if path.name.endswith(".part") or path.relative_to(root).as_posix() not in named:
-            path.unlink()
-            gone.append(path)
-    folder = rolls_dir(landing)
-    for path in folder.glob(".*.part") if folder.is_dir() and not ingest else []:
-        path.unlink()  # a capture's manifest never renamed (an ingest writes its own under the lock)
-    return gone
 
 
 class LogWriter:

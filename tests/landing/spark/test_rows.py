@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.spark.rows import as_log_rows
+from cdc_backfill.landing.spark.rows import as_log_rows
 from cdc_backfill.pgtypes import PgColumn
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from cdc_backfill.eventlog.schema import POSITION, LogSchema, LogVersion
 from cdc_backfill.files import write_atomically, write_parquet
-from cdc_backfill.layout import log_dir, log_file_name, log_schema_file, log_version_dir
+from cdc_backfill.landing.layout import log_dir, log_file_name, log_schema_file, log_version_dir
 from cdc_backfill.pgtypes import PgColumn
 
 

@@ -1,2 +1,0 @@
-"""The Spark side of eventlog: DataFrame -> DataFrame transforms, and the job that reads and writes
-(only modules in a folder named ``spark`` import pyspark)."""
