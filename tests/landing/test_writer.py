@@ -71,7 +71,7 @@ def test_files_of_a_roll_that_never_wrote_its_manifest_are_removed(
     def crash(*_: object) -> None:
         raise OSError("killed before the manifest")
 
-    monkeypatch.setattr(writer_module, "write_atomically", crash)
+    monkeypatch.setattr(writer_module, "commit_roll", crash)
     with pytest.raises(OSError, match="before the manifest"):
         crashing.roll()
     monkeypatch.undo()

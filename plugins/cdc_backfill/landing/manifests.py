@@ -9,11 +9,38 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.files import write_atomically, write_new
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.landing.layout import LOG_DIR, is_ingest_file, rolls_dir
+from cdc_backfill.landing.layout import (
+    LOG_DIR,
+    ingest_manifest_name,
+    is_ingest_file,
+    roll_manifest_name,
+    rolls_dir,
+)
 
 # Debezium's notifications a `capture kafka` run read, kept whole in its manifest
 NOTES_KEY = "debezium_notifications"
+
+
+def commit_roll(landing: Path, last: bytes, manifest: dict[str, Any]) -> None:
+    """The capture's commit: its manifest (``last``: the position key it completes), written whole. The
+    capture is the only writer of its names, so a manifest written again after a crash replaces the
+    same one."""
+    folder = rolls_dir(landing)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomically(folder / roll_manifest_name(last), json.dumps(manifest).encode())
+
+
+def commit_ingest(landing: Path, last: bytes, run: str, manifest: dict[str, Any]) -> None:
+    """An ingest's (or a ``capture kafka`` round's) commit: its manifest, named by ``last`` and the run,
+    written only if no file has its name (on S3 a conditional PUT). Before it nothing of the run counts;
+    after it every record it names is landed."""
+    folder = rolls_dir(landing)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ingest_manifest_name(last, run)
+    if not write_new(path, json.dumps(manifest).encode()):  # the run's name is its own: never taken twice
+        raise RuntimeError(f"{path} exists already: another ingest ran as {run}; run this one again")
 
 
 def roll_manifests(landing: Path, ingest_only: bool = False) -> list[dict[str, Any]]:

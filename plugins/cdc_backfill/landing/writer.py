@@ -10,7 +10,6 @@ no event is lost or landed twice. The landed position is the greatest position o
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -23,10 +22,9 @@ from cdc_backfill.eventlog.buffers import position_key_array
 from cdc_backfill.eventlog.counts import COUNTS, event_counts
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.landing.layout import LOG_DIR, roll_manifest_name, rolls_dir
-from cdc_backfill.landing.manifests import remove_unlanded
+from cdc_backfill.landing.layout import LOG_DIR
+from cdc_backfill.landing.manifests import commit_roll, remove_unlanded
 from cdc_backfill.landing.store import write_events
 from cdc_backfill.pg.csvtext import csv_row, text_table
 
@@ -150,9 +148,7 @@ class LogWriter:
                 files.append(path.relative_to(root).as_posix())
                 counts[collection] = event_counts(bytes(buf.ops), buf.unchanged)
         manifest = {"files": files, "position": list(self._last), "events": self._events, COUNTS: counts}
-        folder = rolls_dir(self.landing)
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(folder / roll_manifest_name(position_key(self._last)), json.dumps(manifest).encode())
+        commit_roll(self.landing, position_key(self._last), manifest)
         log.info("landed %s events of %s collection(s) up to %s", self._events, len(files), list(self._last))
         self.events_written += self._events
         self.rolls += 1

@@ -9,7 +9,6 @@ be read go to ``<landing>/_quarantine/ingest-<run>/`` with their file, line and 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +23,6 @@ from cdc_backfill.eventlog.schema import POSITION, LogSchemaError
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.faults import INGEST_CRASH_ENV, crash_point
-from cdc_backfill.files import write_new
 from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.inputs import ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.ingest.spark.log_files import name_files, staged_files
@@ -39,13 +37,12 @@ from cdc_backfill.ingest.typed import Typing, readable
 from cdc_backfill.lakepath import S3Path, lake_path, rmtree
 from cdc_backfill.landing.layout import (
     LOG_DIR,
-    ingest_manifest_name,
     log_version_dir,
     quarantine_dir,
-    rolls_dir,
     staging_dir,
     typed_stage_dir,
 )
+from cdc_backfill.landing.manifests import commit_ingest
 from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.landing.store import describe, next_version
 from cdc_backfill.landing.stream import InputError, InputFile, ingest_paths
@@ -351,9 +348,8 @@ def write_manifest(
     totals: dict[Any, Any],
     summary: dict[str, Any],
 ) -> None:
-    """The ingest's commit: one manifest naming the log files and what they came from (``record``: the
-    input files, the offset ranges), written whole. Before it nothing of the run counts; after it every
-    input is ingested."""
+    """The ingest's commit (``landing.manifests.commit_ingest``): one manifest naming the log files and
+    what they came from (``record``: the input files, the offset ranges)."""
     last = max((r["last"] for r in totals.values() if r["last"] is not None), default=None)
     position = list(position_of_key(bytes(last))) if last is not None else []
     manifest = {
@@ -365,11 +361,7 @@ def write_manifest(
         **record,
         "quarantined": summary["quarantined"],
     }
-    folder = rolls_dir(landing)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ingest_manifest_name(bytes(last or b""), run)
-    if not write_new(path, json.dumps(manifest).encode()):  # the run's name is its own: never taken twice
-        raise RuntimeError(f"{path} exists already: another ingest ran as {run}; run this one again")
+    commit_ingest(landing, bytes(last or b""), run, manifest)
 
 
 def ingest_landing(
