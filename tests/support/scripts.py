@@ -182,7 +182,7 @@ def _dataworks(change: Change, table: str, collection: str) -> list[dict[str, An
             {"name": "big", "type": "STRING"},
         ]
         before, after = change.before, change.row
-        op = {"c": "INSERT", "d": "DELETE", "u": "UPDATE_AFTER"}[change.kind]
+        op = {"c": "INSERT", "d": "DELETE", "u": "UPDATE_AFTER", "t": "TRUNCATE"}[change.kind]
     schema = {
         "dataColumn": cols,
         "primaryKey": "id",
@@ -217,7 +217,7 @@ ENCODERS = {
         _debezium(lambda n: {"connector": "mysql", "file": "mysql-bin.000003", "pos": 4 + n * 100, "row": 0}),
         toast=False,
     ),
-    "dataworks": Encoder("dataworks", "app.t", "app.cdc_signal", _dataworks, truncate=False, toast=False),
+    "dataworks": Encoder("dataworks", "app.t", "app.cdc_signal", _dataworks, toast=False),
 }  # fmt: skip
 
 

@@ -22,9 +22,13 @@ from cdc_backfill.names import collection_name
 
 ROW_ID = "#alibaba_rds_row_id#"  # the hidden row id of a table without a primary key
 FORMAT = "dataworks"
-NON_ROW_OPS = frozenset(
-    {"MHEARTBEAT", "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME", "ERASE", "QUERY", "DDL"}
+ROW_OPS = ("INSERT", "UPDATE_BEFOR", "UPDATE_AFTER", "DELETE")
+# Records that change no row: heartbeats, transaction and XA markers, GTIDs, and schema changes (the
+# rows after a schema change carry its columns). Each is a marker: it lands no row.
+MARKER_OPS = frozenset(
+    {"MHEARTBEAT", "TRANSACTION_BEGIN", "TRANSACTION_END", "GTID", "XACOMMIT", "XAROLLBACK"}
 )
+DDL_OPS = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "ERASE", "QUERY", "CINDEX", "DINDEX", "DDL"})
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -36,7 +40,8 @@ def is_dataworks(record: Any) -> bool:
         isinstance(payload, dict)
         and isinstance(schema, dict)
         and "sequenceId" in payload
-        and ("dataColumn" in schema or "primaryKey" in schema)
+        # a row's record describes its columns; a schema change or a marker may name only its table
+        and ("dataColumn" in schema or "primaryKey" in schema or isinstance(schema.get("source"), dict))
     )
 
 
@@ -114,13 +119,16 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
         raise ParseError("not a DataWorks record: payload and schema must be objects")
     op = payload.get("op")
     ts = _event_time(payload)
-    if op in NON_ROW_OPS or (op is None and payload.get("ddl")):
+    if op in MARKER_OPS or op in DDL_OPS or (op is None and payload.get("ddl")):
         seq = payload.get("sequenceId")
         position = (pos.as_int(seq, "sequenceId"), pos.DATAWORKS_OTHER) if seq is not None else ()
         return [ChangeEvent(None, "h", None, None, None, position, ts, format=FORMAT)]
-    if op not in ("INSERT", "UPDATE_BEFOR", "UPDATE_AFTER", "DELETE"):
-        raise ParseError(f"unknown op {op!r}")
     seq = pos.as_int(payload.get("sequenceId"), "sequenceId")
+    if op == "TRUNCATE":  # the table emptied at its place: every row before it goes
+        coll = _collection(schema, collection)
+        return [ChangeEvent(coll, "t", None, None, None, (seq, pos.DATAWORKS_OTHER), ts, format=FORMAT)]
+    if op not in ROW_OPS:
+        raise ParseError(f"unknown op {op!r}")
     types = _column_types(schema)
     coll = _collection(schema, collection)
     key_cols = _key_columns(schema, types)

@@ -264,3 +264,42 @@ def test_events_the_parse_workers_typed_are_refused_with_the_rest(spark, tmp_pat
     assert not rolls_dir(landing).exists() and log_files(landing, TYPED) == []
     assert not staging_dir(landing).exists() or not any(staging_dir(landing).iterdir())
     assert (stream_dir(landing) / "a.jsonl").exists()
+
+
+def test_dataworks_records_that_change_no_row_land_nothing_and_a_truncate_empties(
+    spark, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The seed's records with a schema change first (``payload.ddl`` set, no before or after), a
+    heartbeat, transaction markers and a GTID between them, and a truncate: no traceback, the truncate
+    empties the table at its sequenceId, and the rows after it are the state."""
+    seed = json.loads((FIXTURES / "dataworks_kafka_no_pk.json").read_text())["events"]
+    insert, table = seed[0], seed[0]["schema"]
+
+    def at(base: dict[str, Any], seq: int, op: str, **payload: Any) -> dict[str, Any]:
+        return {**base, "payload": {**base["payload"], "sequenceId": str(seq), "op": op, **payload}}
+
+    def row(seq: int, row_id: int) -> dict[str, Any]:
+        after = {"dataColumn": {**insert["payload"]["after"]["dataColumn"], "#alibaba_rds_row_id#": row_id}}
+        return at(insert, seq, "INSERT", after=after)
+
+    bare = {
+        "schema": {"source": table["source"]},
+        "payload": {"before": None, "after": None},
+        "version": "0.0.1",
+    }
+    lines = [
+        # as a row's record, its schema whole (the traceback's case), and bare
+        at({**insert, "payload": {**insert["payload"], "after": None}}, 1, "ALTER", ddl="ALTER TABLE t ADD c int"),
+        at(bare, 1, "CINDEX", ddl="CREATE INDEX i ON pkset_test_no_pk (job)"),
+        at(bare, 2, "TRANSACTION_BEGIN"), row(3, 1), row(4, 2), at(bare, 5, "TRANSACTION_END"),
+        at(bare, 6, "GTID"), at(bare, 7, "MHEARTBEAT"),
+        at({**insert, "payload": {**insert["payload"], "after": None}}, 8, "TRUNCATE"),
+        row(9, 3), at(bare, 10, "XACOMMIT"),
+    ]  # fmt: skip
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    write_stream_file(landing, "dataworks.jsonl", lines)
+    summary = ingest(spark, landing)
+    assert summary["quarantined"] == 0, summary
+    reconcile_landing(spark, landing, state)
+    rows = state_frame(spark, state, "pkset_test.pkset_test_no_pk").collect()
+    assert [r["#alibaba_rds_row_id#"] for r in rows] == [3]  # 1 and 2 went with the truncate

@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 
 from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.eventlog.schema import OPS
-from cdc_backfill.events.model import Quarantined, dumps
+from cdc_backfill.events.model import ROW_OPS, Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.connect import wrapped_columns
@@ -156,7 +156,7 @@ class ParsedColumns:
             record.append(None)
             staged.append(None)
             tally.append(None)
-            if ev.collection in seen:
+            if ev.op not in ROW_OPS or ev.collection in seen:  # only a row's record describes its collection
                 described.append(None)
             else:
                 seen.add(ev.collection)
