@@ -28,6 +28,7 @@ ROW_OPS = ("INSERT", "UPDATE_BEFOR", "UPDATE_AFTER", "DELETE")
 MARKER_OPS = frozenset(
     {"MHEARTBEAT", "TRANSACTION_BEGIN", "TRANSACTION_END", "GTID", "XACOMMIT", "XAROLLBACK"}
 )
+SCHEMA_CHANGE = "schema_change"  # the key of a schema change's record in a run's summary
 DDL_OPS = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "ERASE", "QUERY", "CINDEX", "DINDEX", "DDL"})
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -122,7 +123,21 @@ def parse_dataworks(record: dict[str, Any], *, collection: str | None = None) ->
     if op in MARKER_OPS or op in DDL_OPS or (op is None and payload.get("ddl")):
         seq = payload.get("sequenceId")
         position = (pos.as_int(seq, "sequenceId"), pos.DATAWORKS_OTHER) if seq is not None else ()
-        return [ChangeEvent(None, "h", None, None, None, position, ts, format=FORMAT)]
+        change = None
+        if op not in MARKER_OPS:  # a schema change: kept with its text for the run's summary
+            src = schema.get("source") or {}
+            table = (
+                collection_name(src["dbName"], src["tableName"])
+                if src.get("dbName") and src.get("tableName")
+                else collection
+            )
+            change = {
+                SCHEMA_CHANGE: op or "DDL",
+                "collection": table,
+                "ddl": payload.get("ddl"),
+                "sequenceId": str(seq),
+            }
+        return [ChangeEvent(None, "h", None, None, None, position, ts, format=FORMAT, message=change)]
     seq = pos.as_int(payload.get("sequenceId"), "sequenceId")
     if op == "TRUNCATE":  # the table emptied at its place: every row before it goes
         coll = _collection(schema, collection)

@@ -300,6 +300,16 @@ def test_dataworks_records_that_change_no_row_land_nothing_and_a_truncate_emptie
     write_stream_file(landing, "dataworks.jsonl", lines)
     summary = ingest(spark, landing)
     assert summary["quarantined"] == 0, summary
+    # the schema changes with their text, in the summary and the manifest; every marker counted
+    assert summary["schema_changes"] == [
+        {"schema_change": "ALTER", "collection": "pkset_test.pkset_test_no_pk", "ddl": "ALTER TABLE t ADD c int",
+         "sequenceId": "1"},
+        {"schema_change": "CINDEX", "collection": "pkset_test.pkset_test_no_pk",
+         "ddl": "CREATE INDEX i ON pkset_test_no_pk (job)", "sequenceId": "1"},
+    ]  # fmt: skip
+    assert summary["markers_skipped"] == 7
+    [manifest] = [json.loads(p.read_text()) for p in rolls_dir(landing).glob("r*.json")]
+    assert manifest["schema_changes"] == summary["schema_changes"]
     reconcile_landing(spark, landing, state)
     rows = state_frame(spark, state, "pkset_test.pkset_test_no_pk").collect()
     assert [r["#alibaba_rds_row_id#"] for r in rows] == [3]  # 1 and 2 went with the truncate

@@ -28,9 +28,11 @@ from cdc_backfill.ingest.inputs import ingest_lock, move_ingested_stream, pendin
 from cdc_backfill.ingest.spark.log_files import name_files, staged_files
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
 from cdc_backfill.ingest.spark.totals import (
+    SCHEMA_CHANGES,
     collection_totals,
     event_shapes,
     keyless_collections,
+    marker_records,
     wrapped_descriptions,
 )
 from cdc_backfill.ingest.typed import Typing, readable
@@ -160,6 +162,11 @@ def land(
         )
         rmtree(stage)
         return summary
+    markers, changes = marker_records(parsed)
+    summary["markers_skipped"] = markers
+    if changes:
+        summary[SCHEMA_CHANGES] = changes
+        record = {**record, SCHEMA_CHANGES: changes}
     crash_point(INGEST_CRASH_ENV, "before-manifest")
     write_manifest(landing, run, {**record, **(more(parsed) if more else {})}, written, totals, summary)
     crash_point(INGEST_CRASH_ENV, "after-manifest")

@@ -96,7 +96,8 @@ def notes_of(parsed: DataFrame) -> dict[str, Any]:
     rows = (
         parsed.where(F.col("op") == "h").where(F.col("record").isNotNull()).select("file", "line", "record")
     )
-    notes = [json.loads(r["record"]) for r in sorted(rows.collect(), key=lambda r: (r["file"], r["line"]))]
+    kept = [json.loads(r["record"]) for r in sorted(rows.collect(), key=lambda r: (r["file"], r["line"]))]
+    notes = [k for k in kept if "aggregate_type" in k]  # a schema change's record is no notification
     return {NOTES_KEY: notes} if notes else {}
 
 

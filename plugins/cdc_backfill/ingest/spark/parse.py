@@ -153,7 +153,8 @@ class ParsedColumns:
             file.append(path)
             line.append(lineno)
             reason.append(None)
-            record.append(None)
+            # a marker's own record (a schema change's text) is kept for the run's summary
+            record.append(None if ev.message is None or ev.op != "h" else dumps(ev.message))
             staged.append(None)
             tally.append(None)
             if ev.op not in ROW_OPS or ev.collection in seen:  # only a row's record describes its collection

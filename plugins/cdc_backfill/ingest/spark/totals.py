@@ -1,6 +1,7 @@
 """What an ingest's parse holds, in one small aggregate over it (``collection_totals``) and the pure
 readings of that aggregate: each collection's events and counts, the shapes of its events, the keys
-only a catalog knows, what the records' schema wrappers describe."""
+only a catalog knows, what the records' schema wrappers describe; and the markers it read
+(``marker_records``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import OPS
+from cdc_backfill.events.dataworks import SCHEMA_CHANGE
 from cdc_backfill.events.debezium import MISSING_KEY_PREFIX, missing_key_collection
 from cdc_backfill.ingest.columns import Described
 from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.typed import TALLY
+
+SCHEMA_CHANGES = "schema_changes"  # a run's summary and manifest: the schema changes it read, with their text
 
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
@@ -82,3 +86,14 @@ def wrapped_descriptions(totals: dict[Any, Any]) -> dict[str, Described]:
     for r in sorted(rows, key=lambda r: r["file"]):
         out[r["collection"]] = described_from_json(r["described"])
     return out
+
+
+def marker_records(parsed: DataFrame) -> tuple[int, list[dict[str, Any]]]:
+    """(how many markers the run read, the schema changes among them in their input's order). A marker
+    lands no row (a heartbeat, a transaction marker, a schema change: its rows carry its columns); a
+    schema change is kept with its text for the run's summary and manifest."""
+    rows = parsed.where(F.col("op") == "h").select("file", "line", "record").collect()
+    kept = [
+        json.loads(r["record"]) for r in sorted(rows, key=lambda r: (r["file"], r["line"])) if r["record"]
+    ]
+    return len(rows), [k for k in kept if SCHEMA_CHANGE in k]
