@@ -124,7 +124,7 @@ def test_dataworks_without_primary_key() -> None:
     # UPDATE_BEFOR then UPDATE_AFTER, one sequenceId: the before-half sorts first and removes the key,
     # the after-half writes it back.
     assert (before_half.op, before_half.key, before_half.after, before_half.before["sex"]) == (
-        "u",
+        "d",
         key,
         None,
         "man",
@@ -187,7 +187,7 @@ def test_dataworks_key_change_is_a_delete_then_a_write() -> None:
     old, new = parse_record(
         _dataworks("UPDATE_AFTER", columns, {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, pk="id")
     )
-    assert (old.key, old.after, old.position) == ({"id": 1}, None, (7, 0))
+    assert (old.op, old.key, old.after, old.position) == ("d", {"id": 1}, None, (7, 0))
     assert (new.key, new.after, new.position) == ({"id": 2}, {"id": 2, "v": "a"}, (7, 1))
 
 

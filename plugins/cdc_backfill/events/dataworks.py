@@ -4,9 +4,10 @@ Shape: ``{"schema": {"dataColumn": [{name, type}], "primaryKey", "source": {dbNa
 "payload": {"before": {"dataColumn": {...}}, "after": {...}, "sequenceId", "timestamp", "op"}}``.
 
 An update comes either as two records sharing one ``sequenceId`` (``UPDATE_BEFOR``, spelled so, then
-``UPDATE_AFTER``) or as one ``UPDATE_AFTER`` record carrying both images. The before-half is an
-event without ``after`` at ``(sequenceId, 0)``: it removes the old key, and the after-half at
-``(sequenceId, 1)`` writes the new one, so an update that changes the key is exact too.
+``UPDATE_AFTER``) or as one ``UPDATE_AFTER`` record carrying both images. The before-half is a removal
+(``d``) of the old key at ``(sequenceId, 0)``, and the after-half at ``(sequenceId, 1)`` writes the new
+one, so an update that changes the key leaves nothing of the old key; a one-record update that keeps
+its key is one update.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ def _row_events(
         if before is None:
             raise ParseError("UPDATE_BEFOR without a before image")
         return [
-            ChangeEvent(coll, "u", _key(before, key_cols, "before"), before, None, first, ts, format=FORMAT)
+            ChangeEvent(coll, "d", _key(before, key_cols, "before"), before, None, first, ts, format=FORMAT)
         ]
     # UPDATE_AFTER: the after-half of a pair, or a whole update in one record
     if after is None:
@@ -218,7 +219,7 @@ def _row_events(
     if before is not None:
         old_key = _key(before, key_cols, "before")
         if old_key != new_key:  # a key change: the old key leaves first
-            events.append(ChangeEvent(coll, "u", old_key, before, None, first, ts, format=FORMAT))
+            events.append(ChangeEvent(coll, "d", old_key, before, None, first, ts, format=FORMAT))
     events.append(ChangeEvent(coll, "u", new_key, before, after, second, ts, format=FORMAT))
     return events
 

@@ -313,3 +313,31 @@ def test_dataworks_records_that_change_no_row_land_nothing_and_a_truncate_emptie
     reconcile_landing(spark, landing, state)
     rows = state_frame(spark, state, "pkset_test.pkset_test_no_pk").collect()
     assert [r["#alibaba_rds_row_id#"] for r in rows] == [3]  # 1 and 2 went with the truncate
+
+
+@pytest.mark.parametrize("one_record", [False, True])
+def test_a_dataworks_key_change_leaves_nothing_of_the_old_key(
+    spark, tmp_path: Path, one_record: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """An update that moves a row to a new key, as two records sharing a sequenceId or as one: the old
+    key is gone from the state, the new one holds the row."""
+    seed = json.loads((FIXTURES / "dataworks_kafka_no_pk.json").read_text())["events"]
+    insert = seed[0]
+    image = insert["payload"]["after"]
+    moved = {"dataColumn": {**image["dataColumn"], "#alibaba_rds_row_id#": 99}}
+
+    def at(seq: int, op: str, before: Any, after: Any) -> dict[str, Any]:
+        return {**insert, "payload": {**insert["payload"], "sequenceId": str(seq), "op": op, "before": before,
+                                      "after": after}}  # fmt: skip
+
+    change = (
+        [at(2, "UPDATE_AFTER", image, moved)]
+        if one_record
+        else [at(2, "UPDATE_BEFOR", image, None), at(2, "UPDATE_AFTER", None, moved)]
+    )
+    landing, state = tmp_path / "landing", tmp_path / "state"
+    write_stream_file(landing, "dataworks.jsonl", [at(1, "INSERT", None, image), *change])
+    ingest(spark, landing)
+    reconcile_landing(spark, landing, state)
+    rows = state_frame(spark, state, "pkset_test.pkset_test_no_pk").collect()
+    assert [(r["#alibaba_rds_row_id#"], r["name"]) for r in rows] == [(99, "name11")]
