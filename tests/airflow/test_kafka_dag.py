@@ -56,7 +56,7 @@ def test_kafka_capture_dag_with_writers_ends_with_verify_equal(
         writers.wait_for_changes(20)
         writers.stop()
         marked = write_marker(self)
-        markers.append(marked[0])
+        markers.append(marked)
         return marked
 
     monkeypatch.setattr(CdcSourceHook, "write_marker", quiet_then_marker)

@@ -150,11 +150,11 @@ class SourceSignals:
         with self._store() as store:
             return store.signal_table
 
-    def write_marker(self) -> tuple[str, str]:
-        """(id, signal table) of a marker row committed now into the signal table
-        (``SignalStore.write_marker``): on the stream after everything committed before it."""
+    def write_marker(self) -> str:
+        """The id of a marker row committed now into the signal table (``SignalStore.write_marker``): on
+        the stream after everything committed before it."""
         with self._store() as store:
-            return store.write_marker(), store.signal_table
+            return store.write_marker()
 
     def window_rows(self) -> list[tuple[str, str, str | None]]:
         """Every watermark row of the signal table, ``(id, type, data)``."""
@@ -368,12 +368,13 @@ class CdcKafkaHook(BaseHook):
             raise KafkaError(missing_kafka_connection(self.kafka_conn_id)) from None
         return Broker.from_client_config(conn.extra_dejson, f"the Airflow connection {self.kafka_conn_id!r}")
 
-    def partitions(self, topics: str) -> int:
-        """How many partitions the topics ``topics`` matches have: KafkaError when the broker cannot be
-        reached or none matches."""
+    def partitions(self, topics: str) -> tuple[Broker, int]:
+        """The broker, and how many partitions the topics ``topics`` matches have: KafkaError when the
+        broker cannot be reached or none matches."""
         from cdc_backfill.kafka.topics import partitions
 
-        return len(partitions(self.broker(), topics))
+        broker = self.broker()
+        return broker, len(partitions(broker, topics))
 
     def signal_topic(self, topics: str, signal_table: str) -> tuple[str, dict[int, int]]:
         """(the signal table's topic, each of its partitions' end offset now)."""

@@ -177,7 +177,7 @@ class CdcTopicsDeliveredTrigger(BaseTrigger):
         source = CdcSourceHook(self.source_conn_id, self.signal_table)
         table = await asyncio.to_thread(source.signal_table_name)
         topic, since = await self._patient(kafka.signal_topic, self.topics, table)
-        marker, _ = await asyncio.to_thread(source.write_marker)
+        marker = await asyncio.to_thread(source.write_marker)
         self.log.info("marker %s committed: waiting for it on %s", marker, topic)
         while not await self._patient(kafka.row_delivered, topic, marker, since):
             await asyncio.sleep(self.poll_seconds)

@@ -106,9 +106,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
         matched: a broker that cannot be reached is refused before anything is written."""
         if request.capture != "kafka" or not request.topics:
             return None
-        kafka = CdcKafkaHook(request.kafka_conn_id)
-        count = kafka.partitions(request.topics)
-        broker = kafka.broker()
+        broker, count = CdcKafkaHook(request.kafka_conn_id).partitions(request.topics)
         self.log.info(
             "Kafka at %s: %s partition(s) of topics matching %s", broker.bootstrap, count, request.topics
         )
