@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.events import ParseOptions, parse_file, parse_record
-from cdc_backfill.events.model import ChangeEvent
+from cdc_backfill.events.model import ChangeEvent, ParseError
 from tests.support.paths import FIXTURES
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "events"
@@ -180,6 +180,14 @@ def test_dataworks_types_are_decoded() -> None:
         "blob": b"\x00\x01\x02\xff",
         "s": "a",
     }
+
+
+def test_a_dataworks_table_without_a_primary_key_is_keyed_by_its_row_id() -> None:
+    oracle = [{"name": "NAME", "type": "STRING"}, {"name": "ROWID", "type": "STRING"}]
+    [ev] = parse_record(_dataworks("INSERT", oracle, None, {"NAME": "a", "ROWID": "AAAR3sAAEAAAACXAAA"}))
+    assert ev.key == {"ROWID": "AAAR3sAAEAAAACXAAA"}
+    with pytest.raises(ParseError, match="no primary key and no hidden row id column"):
+        parse_record(_dataworks("INSERT", oracle[:1], None, {"NAME": "a"}))
 
 
 def test_dataworks_key_change_is_a_delete_then_a_write() -> None:

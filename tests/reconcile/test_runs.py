@@ -155,3 +155,12 @@ def test_the_stream_is_marked_by_spans_only_where_they_tell_a_keys_chunk(tmp_pat
     wins = [window(f"c{i}", 1, 2) for i in range(SPANS_AT_MOST + 1)]
     assert stream_spans(many, wins, ids, ["id"]) is None  # too many for one expression: the join
     assert stream_spans(dict(list(many.items())[:SPANS_AT_MOST]), wins, ids, ["id"])
+
+
+def test_a_version_remembers_its_latest_truncate_and_where_its_removals_are() -> None:
+    run = RunInput("s.t", None, RunMeta(position=(5,), truncated=(3,), removed="v000001-ab"))
+    meta = next_meta(run, [], (9,), truncated=(2,))  # a late truncate before the one applied
+    assert (meta.truncated, meta.removed) == ((3,), "v000001-ab")
+    later = next_meta(run, [], (9,), truncated=(7,))
+    assert later.truncated == (7,)
+    assert RunMeta.from_json(json.loads(json.dumps(later.to_json()))) == later

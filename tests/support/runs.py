@@ -48,7 +48,7 @@ def assert_manifest_totals_are_sparks(spark: Any, landing: Path, collection: str
     from cdc_backfill.landing.columns import collection_columns
     from cdc_backfill.reconcile.runs import landed_log_files, plan_run
     from cdc_backfill.reconcile.spark.job import run_rows
-    from cdc_backfill.reconcile.spark.runs import stream_totals
+    from cdc_backfill.reconcile.spark.new_rows import stream_totals
 
     landed = landed_log_files(landing)
     given = landed.totals(collection, signal, None)

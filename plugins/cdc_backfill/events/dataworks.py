@@ -104,7 +104,14 @@ def _key_columns(schema: dict[str, Any], types: dict[str, str]) -> list[str]:
         return [c if isinstance(c, str) else c.get("name") for c in pk]
     if ROW_ID in types:
         return [ROW_ID]
-    raise ParseError("no primary key and no hidden row id column: the row cannot be identified")
+    # Oracle's source: its ROWID pseudo-column, as the sync names it, identifies the row
+    rowid = [c for c in types if c.lower() == "rowid"]
+    if rowid:
+        return rowid[:1]
+    raise ParseError(
+        "no primary key and no hidden row id column (#alibaba_rds_row_id#, or Oracle's rowid): "
+        "the row cannot be identified"
+    )
 
 
 def _key(row: dict[str, Any], columns: list[str], image: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ _STREAM_FILE_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})
 
 CARRY_DIR = "_cdc_carry"
 CARRY_ROWS, CARRY_SIGNALS = "rows", "signals"  # its two parts: the collection's log rows, signal rows
+REMOVED_DIR = "_cdc_removed"  # beside a state: the removals it remembers (reconcile.spark.removals)
 RUNS_DIR = "_runs"
 
 

@@ -21,6 +21,8 @@ from cdc_backfill.landing.layout import (
 
 # Debezium's notifications a `capture kafka` run read, kept whole in its manifest
 NOTES_KEY = "debezium_notifications"
+# the schema changes an ingest read (DataWorks' DDL records, with their text), in its manifest
+SCHEMA_CHANGES = "schema_changes"
 
 
 def commit_roll(landing: Path, last: bytes, manifest: dict[str, Any]) -> None:
@@ -35,12 +37,23 @@ def commit_roll(landing: Path, last: bytes, manifest: dict[str, Any]) -> None:
 def commit_ingest(landing: Path, last: bytes, run: str, manifest: dict[str, Any]) -> None:
     """An ingest's (or a ``capture kafka`` round's) commit: its manifest, named by ``last`` and the run,
     written only if no file has its name (on S3 a conditional PUT). Before it nothing of the run counts;
-    after it every record it names is landed."""
+    after it every record it names is landed.
+
+    A batch whose events all come before a manifest landed already (DataWorks' records arrive out of
+    ``sequenceId`` order) is named by that manifest's position instead: a reconcile reads the manifests
+    named after its state's position, and must find this one too (its events then compete with the
+    state by position, docs/design.md §6 rule 6). Ingests commit one at a time, under their lock."""
     folder = rolls_dir(landing)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ingest_manifest_name(last, run)
+    path = folder / ingest_manifest_name(max(last, greatest_named(folder)), run)
     if not write_new(path, json.dumps(manifest).encode()):  # the run's name is its own: never taken twice
         raise RuntimeError(f"{path} exists already: another ingest ran as {run}; run this one again")
+
+
+def greatest_named(folder: Path) -> bytes:
+    """The greatest position key a manifest in ``folder`` is named by (b"" for none)."""
+    names = [p.stem[1:].split("-", 1)[0] for p in folder.glob("r*.json")]
+    return max((bytes.fromhex(n) for n in names), default=b"")
 
 
 def roll_manifests(landing: Path, ingest_only: bool = False) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from cdc_backfill.landing.layout import (
     runs_dir,
     snapshot_dir,
 )
+from cdc_backfill.landing.manifests import SCHEMA_CHANGES
 from cdc_backfill.landing.notifications import debezium_notes
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.phantoms import SnapshotTrack
@@ -45,6 +46,10 @@ class RunMeta:
     # events): the next run reads them again, and knows their events at or before the position are in
     # the state already, not late
     manifests: frozenset[str] = frozenset()
+    # the latest truncate's position: an event before it, arriving late, is gone with the rows it emptied
+    truncated: tuple[int, ...] | None = None
+    # the folder of the removals the state remembers (reconcile.spark.removals), written by some version
+    removed: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -55,6 +60,10 @@ class RunMeta:
             doc["snapshots"] = {s: t.to_json() for s, t in sorted(self.snapshots.items())}
         if self.manifests:
             doc["read_manifests"] = sorted(self.manifests)
+        if self.truncated is not None:
+            doc["truncated"] = list(self.truncated)
+        if self.removed is not None:
+            doc["removed"] = self.removed
         return doc
 
     @classmethod
@@ -66,6 +75,8 @@ class RunMeta:
             tuple(int(p) for p in pos) if pos is not None else None,
             {s: SnapshotTrack.from_json(s, t) for s, t in doc.get("snapshots", {}).items()},
             frozenset(doc.get("read_manifests", ())),
+            tuple(int(p) for p in doc["truncated"]) if doc.get("truncated") is not None else None,
+            doc.get("removed"),
         )
 
 
@@ -105,24 +116,31 @@ def next_meta(
     position: Iterable[int] | None,
     snapshots: dict[str, SnapshotTrack] | None = None,
     manifests: Iterable[str] = (),
+    truncated: Sequence[int] | None = None,
 ) -> RunMeta:
-    """``manifests``: the roll manifests the run read; those ending after the new position are kept."""
+    """``manifests``: the roll manifests the run read; those ending after the new position are kept.
+    ``truncated``: the latest truncate the run read, if any (the earlier one is kept where it is later)."""
     pos = tuple(int(p) for p in position) if position is not None else None
     if run.meta.position is not None and (pos is None or pos < run.meta.position):
         pos = run.meta.position
     tracks = run.meta.snapshots if snapshots is None else snapshots
     floor = position_key(pos).hex() if pos is not None else None
     after = frozenset(m for m in manifests if floor is None or m > floor)
-    return RunMeta(run.meta.judged | frozenset(judged_now), pos, tracks, after)
+    cut = run.meta.truncated
+    if truncated is not None and (cut is None or tuple(truncated) > cut):
+        cut = tuple(int(p) for p in truncated)
+    return RunMeta(run.meta.judged | frozenset(judged_now), pos, tracks, after, cut, run.meta.removed)
 
 
 class LandedLog(NamedTuple):
     """The roll manifests after a position: each one's name (its last position's key, in hex), the log
     files it names (relative to the log folder) and its events, of every collection; and each one's
-    counts per collection, where it has them (``eventlog.counts``)."""
+    counts per collection, where it has them (``eventlog.counts``); and the schema changes an ingest
+    read (DataWorks' DDL records, with their text), by manifest."""
 
     manifests: dict[str, tuple[list[str], int]]
     counts: Mapping[str, dict[str, dict[str, int]] | None] = MappingProxyType({})
+    changes: Mapping[str, list[dict[str, Any]]] = MappingProxyType({})
 
     @property
     def files(self) -> list[str]:
@@ -135,7 +153,13 @@ class LandedLog(NamedTuple):
     def unread(self, meta: RunMeta) -> LandedLog:
         """The manifests a version with ``meta`` has not read."""
         kept = {m: v for m, v in self.manifests.items() if m not in meta.manifests}
-        return LandedLog(kept, {m: self.counts.get(m) for m in kept})
+        return LandedLog(
+            kept, {m: self.counts.get(m) for m in kept}, {m: self.changes.get(m, []) for m in kept}
+        )
+
+    def schema_changes(self, collection: str) -> list[dict[str, Any]]:
+        """The schema changes of ``collection`` these manifests hold, in their order."""
+        return [c for m in sorted(self.changes) for c in self.changes[m] if c.get("collection") == collection]
 
     def totals(
         self, collection: str, signal_table: str, position: Sequence[int] | None
@@ -180,13 +204,15 @@ def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> Lande
     floor = position_key(tuple(after)).hex() if after is not None else None
     out: dict[str, tuple[list[str], int]] = {}
     counts: dict[str, dict[str, dict[str, int]] | None] = {}
+    changes: dict[str, list[dict[str, Any]]] = {}
     for manifest in sorted(folder.glob("r*.json")):
         if floor is not None and manifest.stem[1:] <= floor:
             continue
         doc = json.loads(manifest.read_text())
         out[manifest.stem[1:]] = (list(doc["files"]), int(doc.get("events", 0)))
         counts[manifest.stem[1:]] = valid_counts(doc.get(COUNTS))
-    return LandedLog(out, counts)
+        changes[manifest.stem[1:]] = list(doc.get(SCHEMA_CHANGES, []))
+    return LandedLog(out, counts, changes)
 
 
 def last_landing(state: Path) -> Path | None:

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_dataset, rmtree, same_file
-from cdc_backfill.landing.layout import CARRY_DIR
+from cdc_backfill.landing.layout import CARRY_DIR, REMOVED_DIR
 from cdc_backfill.state.stats import file_stats
 from cdc_backfill.storage import delta_options
 
@@ -66,6 +66,13 @@ class StateVersion:
         """The events the run that wrote this version held for the next one, if any."""
         name = self.meta.get("carry")
         path = self.table / CARRY_DIR / name if name else None
+        return path if path is not None and path.is_dir() else None
+
+    @property
+    def removed(self) -> LakePath | None:
+        """The removals it remembers (``reconcile.spark.removals``), if any."""
+        name = self.meta.get("removed")
+        path = self.table / REMOVED_DIR / name if name else None
         return path if path is not None and path.is_dir() else None
 
     def dataset(self) -> Any:
@@ -228,6 +235,9 @@ class StateTable:
     def carry_dir(self, files_dir: LakePath) -> LakePath:
         return self.path / CARRY_DIR / files_dir.name
 
+    def removed_dir(self, files_dir: LakePath) -> LakePath:
+        return self.path / REMOVED_DIR / files_dir.name
+
     def commit(
         self,
         files_dir: LakePath,
@@ -288,7 +298,8 @@ class StateTable:
                 f"was read ({first}): nothing of this run was committed; run the reconcile again"
             ) from None
         number = self._open().version()
-        self._drop_old_carries(files_dir.name if carry else None)
+        self._drop_old(CARRY_DIR, files_dir.name if carry else None)
+        self._drop_old(REMOVED_DIR, meta.get("removed"))
         return number
 
     def _add_action(self, path: LakePath) -> Any:
@@ -302,9 +313,9 @@ class StateTable:
     def _relative(self, path: str | LakePath) -> str:
         return lake_path(path).resolve().relative_to(self.path.resolve()).as_posix()
 
-    def _drop_old_carries(self, keep: str | None) -> None:
-        """Only the current version's carry is ever read (the next run starts from it)."""
-        root = self.path / CARRY_DIR
+    def _drop_old(self, folder: str, keep: str | None) -> None:
+        """Only the current version's carry and removals are ever read (the next run starts from them)."""
+        root = self.path / folder
         for old in root.iterdir() if root.is_dir() else ():
             if old.name != keep:
                 rmtree(old)

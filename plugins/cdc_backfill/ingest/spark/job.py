@@ -28,7 +28,6 @@ from cdc_backfill.ingest.inputs import ingest_lock, move_ingested_stream, pendin
 from cdc_backfill.ingest.spark.log_files import name_files, staged_files
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
 from cdc_backfill.ingest.spark.totals import (
-    SCHEMA_CHANGES,
     collection_totals,
     event_shapes,
     keyless_collections,
@@ -44,7 +43,7 @@ from cdc_backfill.landing.layout import (
     staging_dir,
     typed_stage_dir,
 )
-from cdc_backfill.landing.manifests import commit_ingest
+from cdc_backfill.landing.manifests import SCHEMA_CHANGES, commit_ingest
 from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.landing.store import describe, next_version
 from cdc_backfill.landing.stream import InputError, InputFile, ingest_paths

@@ -19,8 +19,6 @@ from cdc_backfill.ingest.columns import Described
 from cdc_backfill.ingest.connect import described_from_json
 from cdc_backfill.ingest.typed import TALLY
 
-SCHEMA_CHANGES = "schema_changes"  # a run's summary and manifest: the schema changes it read, with their text
-
 
 def collection_totals(parsed: DataFrame) -> DataFrame:
     """Per collection (None for quarantined records and non-row events): events, quarantined records,

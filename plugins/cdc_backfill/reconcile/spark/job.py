@@ -166,7 +166,7 @@ def reconcile_one(
     log.info("%s: writing the state", r.collection)
     version = write_version(
         result.state, state_dir, r.collection, r.previous, result.info, carry=result.carry, meta=result.meta,
-        replaced=result.replaced,
+        replaced=result.replaced, removed=result.removed,
     )  # fmt: skip
     if result.replaced is not None:
         log.info("%s: %d of %d files rewritten, the others kept", r.collection, len(result.replaced),
@@ -174,6 +174,9 @@ def reconcile_one(
     # files of versions older than the table's retention, and any a failed run left unnamed that long
     StateTable(state_dir, r.collection).vacuum()
     info = {**result.info(), "version": version}
+    changes = unread.schema_changes(r.collection)
+    if changes:  # DataWorks' DDL records landed since the previous version: their columns come with the rows
+        info["schema_changes"] = changes
     log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
              r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
              f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip

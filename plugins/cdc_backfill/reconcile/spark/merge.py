@@ -290,6 +290,7 @@ def reconcile_parts(
     no_truncate: bool = False,
     reads_once: bool = False,
     spans: Sequence[ReadSpan] | None = None,
+    removed: DataFrame | None = None,
 ) -> ReconcileParts:
     """``rows``: the collection's log rows; ``signals``: the signal collection's (None: the caller gives
     ``found``). ``stream``:
@@ -308,7 +309,8 @@ def reconcile_parts(
     look is a scan of the log). ``reads_once``: no key has two READ rows (``reconcile.runs.reads_once``);
     with few READ rows, no truncate and no row that left a column out, the READ rows are then judged in
     the merge's own pass (``winners.merged_judging_reads``), and the stream is read once. ``spans``: see
-    :func:`reads_beside_stream`."""
+    :func:`reads_beside_stream`. ``removed``: the remembered removals of the keys the stream names, as
+    delete rows (``removals.removal_rows``)."""
     if stream is None:
         stream = typed_stream(rows, columns, key)
     if found is None:
@@ -327,6 +329,8 @@ def reconcile_parts(
         parts = reads_beside_stream(reads, found, stream, columns, key, spans)
         if previous is not None:
             parts.append(previous_rows(previous, columns).withColumn(INSIDE, F.lit(None).cast("boolean")))
+        if removed is not None:
+            parts.append(removed.withColumn(INSIDE, F.lit(None).cast("boolean")))
         merged = reduce(DataFrame.unionByName, parts)
         return ReconcileParts(merged_judging_reads(merged, columns, key), stream)
     parts = [stream]
@@ -340,6 +344,8 @@ def reconcile_parts(
             untouched = previous.join(named, list(key), "left_anti")
             previous = previous.join(named, list(key), "left_semi")
         parts.append(previous_rows(previous, columns))
+    if removed is not None:
+        parts.append(removed)
     merged = parts[0]
     for p in parts[1:]:
         merged = merged.unionByName(p)

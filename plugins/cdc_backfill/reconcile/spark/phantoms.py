@@ -43,15 +43,20 @@ def phantom(removals: Sequence[Removal]) -> Column | None:
     if not removals:
         return None
     out: Column | None = None
-    for r in removals:
-        before = F.col("_cdc_position") < key_literal(r.p0)
-        this = (
-            before
-            if r.condition is None
-            else before & F.coalesce(condition_column(r.condition), F.lit(False))
-        )
+    for this in map(removes, removals):
         out = this if out is None else out | this
     return out
+
+
+def removes(r: Removal) -> Column:
+    before = F.col("_cdc_position") < key_literal(r.p0)
+    return before if r.condition is None else before & F.coalesce(condition_column(r.condition), F.lit(False))
+
+
+def removed_at(removals: Sequence[Removal]) -> Column:
+    """Where a state row the phantom rule removes is removed (the latest P0 of the ``removals`` that
+    remove it; null: none): an event of its key before that P0 must not bring it back."""
+    return F.greatest(*[F.when(removes(r), key_literal(r.p0)) for r in removals], F.lit(None).cast("binary"))
 
 
 PHANTOM = "_cdc_phantom"  # a state row a finished snapshot removes

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_backfill.eventlog.schema import OP, POSITION, UNCHANGED
+from cdc_backfill.eventlog.schema import OP, UNCHANGED
 from cdc_backfill.lakepath import same_file
 from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows, log_schema, signal_schema
@@ -27,18 +27,23 @@ from cdc_backfill.reconcile.phantoms import advance, decide, report
 from cdc_backfill.reconcile.runs import RunInput, RunMeta, chunk_footers, next_meta, reads_once, stream_spans
 from cdc_backfill.reconcile.signal_files import carried_signal_files
 from cdc_backfill.reconcile.spark.merge import (
-    ROW_OPS,
-    after_position,
     carry,
-    newer_than,
     reconcile_parts,
     signal_rows,
-    truncates,
     typed_stream,
     unknown_columns,
     window_frame,
 )
+from cdc_backfill.reconcile.spark.new_rows import after_state, late, late_count, stream_totals
 from cdc_backfill.reconcile.spark.phantoms import PHANTOM, phantom
+from cdc_backfill.reconcile.spark.removals import (
+    after_truncate,
+    latest_truncate,
+    next_removals,
+    phantom_removals,
+    removal_rows,
+    removals_schema,
+)
 from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
 from cdc_backfill.reconcile.windows import SignalRow, Window, closed_chunks, find_windows, run_marks
 from cdc_backfill.signals.marks import Mark
@@ -55,6 +60,7 @@ class RunFrames:
     reads: DataFrame | None
     previous: DataFrame | None
     carried_signals: list[Any] | None  # the carry's signal files ([]: none); None: of canonical events
+    removed: DataFrame | None = None  # the removals the previous version remembers (``removals``)
 
 
 def read_run(
@@ -78,7 +84,10 @@ def read_run(
     if run.previous is not None:
         previous = with_position_keys(read_version(spark, run.previous), "_cdc_position")
     reads = parquet_files(spark, [str(p) for p in run.chunks]) if run.chunks else None
-    return RunFrames(carry_rows, carry_signals, reads, previous, carried)
+    removed = None
+    if run.previous is not None and run.previous.removed is not None and key:
+        removed = spark.read.schema(removals_schema(columns, key)).parquet(str(run.previous.removed))
+    return RunFrames(carry_rows, carry_signals, reads, previous, carried, removed)
 
 
 def with_position_keys(df: DataFrame, column: str) -> DataFrame:
@@ -98,6 +107,7 @@ class RunResult:
     # the previous version's files ``state`` replaces (None: all of them); the others are kept as they are
     replaced: tuple[str, ...] | None = None
     kept_rows: int = 0  # the rows of the files kept
+    removed: DataFrame | None = None  # the removals the new version remembers, where they changed
 
     def info(self) -> dict[str, Any]:
         """The run summary's counts; blocks until the state has been written."""
@@ -136,7 +146,8 @@ def reconcile_run(
     version. ``rows``/``signals``: the collection's and the signal collection's log rows of the roll
     ``manifests`` ending after the state's position. ``fresh``: those of the manifests among them the
     previous version did not read, where it read some (their rows at or before the position are in the
-    state; only the others' are late).
+    state; only the others' are late). None: it read none of them. A late event competes with the state
+    by its position, as any other (§6 rule 6).
 
     A small run's time is mostly Spark jobs, each planned and scheduled by the driver: this issues one
     over the new log rows where the roll manifests do not count the run's events (``totals``), and one
@@ -155,7 +166,8 @@ def reconcile_run(
     no ``totals``, windows to carry): a frame costs the driver its files' listing (25-30 ms at 1M events)."""
     spark = rows.sparkSession
     signals_frame = cache((lambda: signals) if isinstance(signals, DataFrame) else signals)
-    new_rows = after_state(run, rows, frames.carry_rows)
+    late_rows = late(run, rows, fresh)
+    new_rows = after_truncate(run, after_state(run, rows, frames.carry_rows, late_rows))
     new_signals = cache(lambda: after_state(run, signals_frame(), frames.carry_signals))
     if read_signals is None or totals is None:
         signals_frame()  # read below, maybe by both calls at once: built once, before them
@@ -165,15 +177,17 @@ def reconcile_run(
         read_signals or (lambda: signal_rows(new_signals())), lambda: chunk_footers(run.chunks, key[0] if key else None),
         lambda: given if given is not None else stream_totals(rows, signals_frame(), run.meta.position),
     )  # fmt: skip
-    no_truncate = totals["truncates"] == 0 and (
-        frames.carry_rows is None or truncates(frames.carry_rows).isEmpty()
-    )
+    late_n = late_count(totals, fresh, run.meta.position)
+    # the latest truncate among the new rows (those the state has not seen: the new, the late, the carry's)
+    cut = latest_truncate(new_rows if totals["truncates"] or late_n else frames.carry_rows)
+    no_truncate = cut is None
     # no READ rows and no truncate (the usual small run): only the keys the stream names are merged again
     touched_only = frames.reads is None and frames.previous is not None and no_truncate
     window_rows = find_windows(collected)
     marks = run_marks(collected, run.collection, executes=run.debezium is not None)
     stream = typed_stream(new_rows, columns, key)
-    snapshots = judge_snapshots(run, window_rows, marks, columns, key, position_of(totals["top"]), manifests)
+    top = position_of(totals["top"])
+    snapshots = judge_snapshots(run, window_rows, marks, columns, key, top, manifests, cut)
     previous, replaced, kept_rows = frames.previous, None, 0
     # phantom removal reads every row: a run that removes phantoms rewrites the whole version
     partial = touched_only and not snapshots.removals and run.previous is not None
@@ -192,6 +206,7 @@ def reconcile_run(
         left_out=None if small else left_out_rows(totals, frames.carry_rows, previous),
         few_reads=reads_total <= FEW_READS, no_truncate=no_truncate, reads_once=reads_once(footers.key_ranges),
         spans=stream_spans(footers.spans, window_rows, columns, key),
+        removed=removal_rows(frames.removed, stream, columns, key) if frames.removed is not None else None,
     )  # fmt: skip
     state, counted = state_of(parts.keys, snapshots.removals)
     if replaced is not None and not same_columns(state.schema, version_schema(run.previous)):  # type: ignore[arg-type]
@@ -199,13 +214,17 @@ def reconcile_run(
         return reconcile_run(
             run, rows, signals, frames, columns, key, fresh=fresh, manifests=manifests, totals=totals
         )
-    counts = run_counts(totals, snapshots, reads_total, reads_judged, fresh, run.meta.position)
+    counts = run_counts(totals, snapshots, reads_total, reads_judged, late_n)
     # nothing pending, nothing to carry: the next run then reads no carry at all
     pending = snapshots.pending
     carried = carry(new_rows, new_signals(), window_frame(spark, pending)) if pending else None
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
-    return RunResult(state, carried, counts, counted, meta, replaced, kept_rows)
+    removed = None
+    if key and (totals["deletes"] or late_n or cut is not None or snapshots.removals):
+        phantoms = phantom_removals(previous, snapshots.removals, key)
+        removed = next_removals(frames.removed, new_rows, key, snapshots.meta.truncated, phantoms)
+    return RunResult(state, carried, counts, counted, meta, replaced, kept_rows, removed)
 
 
 def at_once(*calls: Callable[[], Any]) -> list[Any]:
@@ -248,39 +267,6 @@ def touched_files(version: StateVersion, stream: DataFrame, key: Sequence[str]) 
     return sorted(by_path[same_file(r[0])] for r in found)
 
 
-def after_state(run: RunInput, rows: DataFrame, carried: DataFrame | None) -> DataFrame:
-    """Log rows (or signal rows) after the state's position, with those the previous run carried."""
-    new = after_position(rows, run.meta.position)
-    return new if carried is None else new.unionByName(carried)
-
-
-def stream_totals(rows: DataFrame, signals: DataFrame, position: Any) -> Mapping[str, Any]:
-    """One Spark job over the new log rows: the top position, the late events and the run's counts."""
-    is_new = newer_than(position)
-    own = F.col("_cdc_own")
-    seen = rows.select(POSITION, OP, UNCHANGED, F.lit(True).alias("_cdc_own")).unionByName(
-        signals.select(
-            POSITION, OP, F.lit(None).cast("array<string>").alias(UNCHANGED), F.lit(False).alias("_cdc_own")
-        )
-    )
-    return (
-        seen.agg(
-            F.max(F.when(is_new, F.col(POSITION))).alias("top"),
-            F.count_if(~is_new).alias("late"),
-            F.count_if(is_new & F.col(OP).isin(*ROW_OPS) & own).alias("applied"),
-            F.count_if(is_new & (F.col(OP) == "d") & own).alias("deletes"),
-            F.count_if(is_new & (F.col(OP) == "t") & own).alias("truncates"),
-            F.count_if(is_new & (F.col(OP) == "r") & own).alias("stream_reads"),  # Debezium's READ events
-            # creates that left columns out: key changes of rows with an unchanged TOAST value
-            F.count_if(is_new & (F.col(OP) == "c") & own & (F.size(UNCHANGED) > 0)).alias("left_out"),
-            # any row event that left columns out (new or not: an upper bound for the merge's plan)
-            F.count_if(F.col(OP).isin("c", "u", "r") & own & (F.size(UNCHANGED) > 0)).alias("unchanged"),
-        )
-        .first()
-        .asDict()
-    )
-
-
 SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
 
 
@@ -319,6 +305,7 @@ def judge_snapshots(
     key: Sequence[str],
     top: tuple[int, ...] | None,
     manifests: Iterable[str],
+    truncated: tuple[int, ...] | None = None,
 ) -> Snapshots:
     """The chunks judged now (by file, not by row: a chunk that read no rows, a range emptied by
     deletes or a truncate, still closes its window), each snapshot's track advanced, and which finished
@@ -332,7 +319,7 @@ def judge_snapshots(
         marks = [*marks, *notification_marks(list(run.debezium), run.collection, reached)]
     tracks = advance(run.meta.snapshots, marks, judged_by_snapshot)
     tracks, removals = decide(tracks, [c for c in columns if c.name in key])
-    meta = next_meta(run, judged_now, top, tracks, manifests)
+    meta = next_meta(run, judged_now, top, tracks, manifests, truncated)
     decided = {s for s, t in tracks.items() if t.decided is not None}
     # a window of a decided snapshot without a chunk file never gets one (an engine crash between its
     # close and the landing): it is not carried any further
@@ -367,21 +354,17 @@ def run_counts(
     snapshots: Snapshots,
     reads_total: int,
     reads_judged: int,
-    fresh: tuple[DataFrame, DataFrame] | None,
-    position: Any,
+    late: int,
 ) -> dict[str, Any]:
     """The run summary's counts known before the state is written."""
-    late = totals["late"]
-    if fresh is not None:
-        is_new = newer_than(position)
-        late = fresh[0].select(POSITION).unionByName(fresh[1].select(POSITION)).where(~is_new).count()
     meta = snapshots.meta
     counts: dict[str, Any] = {
         "position": list(meta.position) if meta.position is not None else None,
         "events_applied": totals["applied"],
         "deletes": totals["deletes"],
-        # landed after the previous run, at or before its position: redelivered, in the state already
-        "late_events_ignored": late,
+        # landed after the previous run, at or before its position: out of order or redelivered; each
+        # competed with the state by its position (a later row, removal or truncate of its key wins)
+        "late_events": late,
         "reads": reads_total,
         "reads_judged": reads_judged,  # applied or dropped: counted as the state is written (RunResult.info)
         "reads_waiting": reads_total - reads_judged,  # their window has not closed in the stream yet

@@ -21,7 +21,9 @@ from cdc_backfill.reconcile.spark.sort_key import sort_key, sort_position, sort_
 
 # the sort key's priorities at one position
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
-FILL_ONLY_PRIORITY = -2  # a dropped READ: supplies unchanged columns, never wins
+# a remembered removal (``removals``): a delete, the previous state's as its rows are, not counted as one
+PRIORITY_REMOVED = -2
+FILL_ONLY_PRIORITY = -3  # a dropped READ: supplies unchanged columns, never wins
 
 KEPT, HAD_PREVIOUS = "_cdc_kept", "_cdc_had_previous"
 # per key, its READ rows that were not dropped: the run counts the READs applied as it writes the state,

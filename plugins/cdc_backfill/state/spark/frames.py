@@ -46,9 +46,10 @@ def write_version(
     carry: tuple[DataFrame, DataFrame] | None = None,
     meta: dict[str, Any] | None = None,
     replaced: Sequence[str] | None = None,
+    removed: DataFrame | None = None,
 ) -> int:
-    """Write ``df`` (and the run's carry) and commit it as the version after ``read``, with ``meta`` (what
-    it consumed) and ``info`` (or what ``info()`` returns once ``df`` is written: counts observed by the
+    """Write ``df`` (and the run's carry, and the removals it remembers where they changed) and commit it
+    as the version after ``read``, with ``meta`` (what it consumed) and ``info`` (or what ``info()`` returns once ``df`` is written: counts observed by the
     write) in the commit. Returns the new version's number; StateError if another run committed first."""
     table = StateTable(state, collection)
     files_dir = table.new_files_dir(read)
@@ -61,9 +62,11 @@ def write_version(
         rows, signals = carry
         rows.write.mode("errorifexists").parquet(str(table.carry_dir(files_dir) / CARRY_ROWS))
         signals.write.mode("errorifexists").parquet(str(table.carry_dir(files_dir) / CARRY_SIGNALS))
+    meta = dict(meta or {})
+    if removed is not None:
+        removed.write.mode("errorifexists").parquet(str(table.removed_dir(files_dir)))
+        meta["removed"] = files_dir.name
     counts = info() if callable(info) else info
     crash_point(RECONCILE_CRASH_ENV, "before-commit")  # the files written, no version names them yet
     schema = df.schema.json()
-    return table.commit(
-        files_dir, schema, read, meta or {}, counts, replaced=replaced, carry=carry is not None
-    )
+    return table.commit(files_dir, schema, read, meta, counts, replaced=replaced, carry=carry is not None)
