@@ -19,6 +19,8 @@ from cdc_backfill.faults import INGEST_CRASH_ENV
 from cdc_backfill.kafka.local import LocalKafka
 from cdc_backfill.landing.manifests import roll_manifests
 from tests.support.cli import as_printed, cli, ok
+from tests.support.dataworks import record as dataworks_record
+from tests.support.dataworks import replay
 from tests.support.kafka import produce, start_broker
 from tests.support.records import capture_record
 from tests.support.state import state_table
@@ -282,6 +284,38 @@ def test_a_dataworks_topic_reconciles_to_the_truth(kafka_broker: LocalKafka, tmp
     state = state_table(tmp_path / "state", "shop.items").to_pylist()
     got = {r["id"]: (r["name"], r["price"]) for r in state}
     assert got == {i: (f"item {i}", 2.5 if i <= 10 else 1.0) for i in range(1, 15)}
+
+
+def test_dataworks_records_out_of_order_across_partitions_and_rounds_reconcile_by_sequence_id(
+    kafka_broker: LocalKafka, tmp_path: Path
+) -> None:
+    """The full load meets the changes on a 4-partition topic keyed by row: the first round holds later
+    changes (a delete, a key move's after-half), the second the full-load inserts before them and the
+    move's before-half. After each round the state is the replay in sequenceId order."""
+    row = lambda k, seq: {"id": k, "v": f"v{seq}"}  # noqa: E731
+    first = [
+        dataworks_record("d.orders", 30, "DELETE", before=row(1, 10)),
+        dataworks_record("d.orders", 31, "UPDATE_AFTER", after=row(7, 31)),  # 2 moves to 7
+        dataworks_record("d.orders", 32, "INSERT", after=row(4, 32)),
+    ]
+    second = [
+        dataworks_record("d.orders", 10, "INSERT", after=row(1, 10)),
+        dataworks_record("d.orders", 11, "INSERT", after=row(2, 11)),
+        dataworks_record("d.orders", 12, "INSERT", after=row(3, 12)),
+        dataworks_record("d.orders", 31, "UPDATE_BEFOR", before=row(2, 11)),
+    ]
+    delivered: list[dict[str, Any]] = []
+    for batch in (first, second):
+        delivered += batch
+        keyed = [{"key": {"id": (r["payload"]["after"] or r["payload"]["before"])["dataColumn"]["id"]}, "value": r}
+                 for r in batch]  # fmt: skip
+        produce(kafka_broker.bootstrap, "dw-orders", keyed, partitions=4)
+        ok(cli(tmp_path, "capture", "kafka", "--bootstrap-servers", kafka_broker.bootstrap,
+               "--topics", "dw-orders", "--landing", "lake", "--drain"))  # fmt: skip
+        ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+        state = state_table(tmp_path / "state", "d.orders").to_pylist()
+        assert {r["id"]: r["v"] for r in state} == replay(delivered)["d.orders"]
+    assert replay(delivered)["d.orders"] == {3: "v12", 4: "v32", 7: "v31"}
 
 
 def test_the_printed_command_runs_as_printed_and_prints_no_secret(

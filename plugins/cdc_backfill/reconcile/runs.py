@@ -22,6 +22,7 @@ from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHAN
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path, parquet_metadata
 from cdc_backfill.landing.layout import (
+    is_ingest_file,
     log_file_span,
     rolls_dir,
     runs_dir,
@@ -91,6 +92,10 @@ class RunInput:
     # a landing Debezium's connector writes (``capture debezium``): its snapshot notifications so far;
     # None for any other landing
     debezium: tuple[dict[str, Any], ...] | None = None
+    # the landing holds manifests an ingest wrote (files, Kafka topics), whose events arrive in any order:
+    # then a late event is merged by its position and removals are remembered (§6 rule 6). A capture's
+    # rolls land in position order: an event at or before the state's position is one delivered again
+    any_order: bool = False
 
     @property
     def carry(self) -> Path | None:
@@ -107,7 +112,9 @@ def plan_run(landing: Path, collection: str, previous: StateVersion | None) -> R
     chunks = tuple(
         p for p in sorted(chunk_dir.glob("*.parquet")) if p.stem not in meta.judged
     ) if chunk_dir.is_dir() else ()  # fmt: skip
-    return RunInput(collection, previous, meta, chunks, debezium_notes(landing))
+    folder = rolls_dir(landing)
+    any_order = folder.is_dir() and any(is_ingest_file(p.name) for p in folder.glob("r*.json"))
+    return RunInput(collection, previous, meta, chunks, debezium_notes(landing), any_order)
 
 
 def next_meta(

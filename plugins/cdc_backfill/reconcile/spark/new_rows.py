@@ -28,8 +28,9 @@ def after_state(
 
 def late(run: RunInput, rows: DataFrame, fresh: tuple[DataFrame, DataFrame] | None) -> DataFrame | None:
     """The collection's log rows at or before the state's position that the state has not seen: those of
-    the manifests it did not read (``fresh``; None: it read none of ``rows``' manifests)."""
-    if run.meta.position is None:
+    the manifests it did not read (``fresh``; None: it read none of ``rows``' manifests). None where the
+    landing's events arrive in position order: such a row is one delivered again, in the state already."""
+    if run.meta.position is None or not run.any_order:
         return None
     return (rows if fresh is None else fresh[0]).where(~newer_than(run.meta.position))
 

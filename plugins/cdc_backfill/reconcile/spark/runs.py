@@ -221,7 +221,8 @@ def reconcile_run(
     # the key beside what was consumed: readers of the version (the re-read of incomplete rows) need it
     meta = {**snapshots.meta.to_json(), "key": list(key)}
     removed = None
-    if key and (totals["deletes"] or late_n or cut is not None or snapshots.removals):
+    changed = totals["deletes"] or late_n or cut is not None or snapshots.removals
+    if key and changed and (run.any_order or frames.removed is not None):
         phantoms = phantom_removals(previous, snapshots.removals, key)
         removed = next_removals(frames.removed, new_rows, key, snapshots.meta.truncated, phantoms)
     return RunResult(state, carried, counts, counted, meta, replaced, kept_rows, removed)
@@ -362,8 +363,8 @@ def run_counts(
         "position": list(meta.position) if meta.position is not None else None,
         "events_applied": totals["applied"],
         "deletes": totals["deletes"],
-        # landed after the previous run, at or before its position: out of order or redelivered; each
-        # competed with the state by its position (a later row, removal or truncate of its key wins)
+        # landed after the previous run, at or before its position: out of order (merged by position,
+        # where the landing's events arrive in any order) or delivered again (a capture's landing)
         "late_events": late,
         "reads": reads_total,
         "reads_judged": reads_judged,  # applied or dropped: counted as the state is written (RunResult.info)
