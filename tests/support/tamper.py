@@ -68,10 +68,11 @@ def range_of(report: Report, contains) -> int:  # type: ignore[no-untyped-def]
 
 
 def corrupt_one_row(
-    state: Path, collection: str, victim: int | None = None, status: str | None = None
+    state: Path, collection: str, victim: int | None = None, status: str | None = None, column: str = "status"
 ) -> int:
     """Change one non-key value of one row (``victim``'s, else one in the middle of a file) in the
-    current Parquet of the state, by hand (its status: ``status``, else the old one marked); return its id."""
+    current Parquet of the state, by hand (its ``column``: ``status``, else the old value marked); return
+    its id."""
     parts = [p for p in sorted(state_files(state, collection)) if parquet_metadata(p).num_rows > 0]
     if victim is not None:
         part = next(p for p in parts if victim in read_parquet(p, columns=["id"]).column("id").to_pylist())
@@ -82,9 +83,9 @@ def corrupt_one_row(
     table = read_parquet(part)
     victim = table.column("id")[row].as_py()
     status_to = status
-    status = table.column("status").to_pylist()
+    status = table.column(column).to_pylist()
     status[row] = status[row] + "-corrupted" if status_to is None else status_to
-    table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status, pa.string()))
+    table = table.set_column(table.schema.get_field_index(column), column, pa.array(status, pa.string()))
     write_parquet(part, table)
     (part.parent / f".{part.name}.crc").unlink(missing_ok=True)  # Spark's checksum of the old bytes
     assert pc.sum(pc.equal(state_table(state, collection).column("id"), victim)).as_py() == 1

@@ -152,10 +152,7 @@ def reconcile_one(
     signal_files, signal_versions = described_log_files(landing, signal_table, landed.files)
     signals = partial(log_rows_frame, spark, signal_files, signal_versions, signal_schema())
     unread = landed.unread(r.meta)
-    # some read by the previous run too: only the others can hold late events
-    fresh = None
-    if len(unread.manifests) < len(landed.manifests):
-        fresh = run_rows(spark, landing, r, columns, key, signal_table, unread.files)
+    fresh = unread_rows(spark, landing, r, columns, key, signal_table, landed)
     frames = read_run(spark, r, columns, key, signal_table)
     # the run's counts from the roll manifests, where they tell them: no Spark job over the new events
     totals = landed.totals(r.collection, signal_table, r.meta.position)
@@ -208,6 +205,24 @@ def signals_reader(
         return None
     after = position_key(tuple(run.meta.position)) if run.meta.position is not None else None
     return lambda: landed_signal_rows(signal_files, carried, after)
+
+
+def unread_rows(
+    spark: SparkSession,
+    landing: Path,
+    run: RunInput,
+    columns: Any,
+    key: Any,
+    signal_table: str,
+    landed: LandedLog,
+) -> tuple[Any, Any] | None:
+    """The rows (``run_rows``) of the manifests of ``landed`` the state has not read, where it read some
+    of them: only those can hold late events (``reconcile.spark.runs.reconcile_run``'s ``fresh``); None
+    where it read none of them."""
+    unread = landed.unread(run.meta)
+    if len(unread.manifests) == len(landed.manifests):
+        return None
+    return run_rows(spark, landing, run, columns, key, signal_table, unread.files)
 
 
 def run_rows(

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from cdc_backfill.eventlog.schema import POSITION
 from cdc_backfill.landing.columns import collection_columns
 from cdc_backfill.reconcile.runs import RunInput, landed_log_files, plan_run
-from cdc_backfill.reconcile.spark.job import run_rows
+from cdc_backfill.reconcile.spark.job import run_rows, unread_rows
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
 from cdc_backfill.spark.positions import key_literal
 from cdc_backfill.verify import VerifyError
@@ -85,12 +85,16 @@ def _advanced(
     position: int | None,
 ) -> DataFrame:
     columns, key = collection_columns(landing, collection)
-    files = landed_log_files(landing, run.meta.position).files
-    rows, signals = run_rows(spark, landing, run, columns, key, signal_table, files)
+    landed = landed_log_files(landing, run.meta.position)
+    rows, signals = run_rows(spark, landing, run, columns, key, signal_table, landed.files)
+    # the manifests the state has not read: only they can hold late events (the others are in it)
+    fresh = unread_rows(spark, landing, run, columns, key, signal_table, landed)
     frames = read_run(spark, run, columns, key, signal_table)
     if position is not None:
         rows, signals = rows.where(before(position)), signals.where(before(position))
-    result = reconcile_run(run, rows, signals, frames, columns, key)
+        if fresh is not None:
+            fresh = (fresh[0].where(before(position)), fresh[1].where(before(position)))
+    result = reconcile_run(run, rows, signals, frames, columns, key, fresh=fresh)
     return result.state
 
 
