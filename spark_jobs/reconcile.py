@@ -33,12 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--landing", required=True)
     ap.add_argument("--state", required=True)
     ap.add_argument("--collections", nargs="*")
-    # --signal-collection: its earlier name, still taken (spark-submit arguments written by an older release)
-    ap.add_argument(
-        "--signal-table", "--signal-collection", dest="signal_table", default=DEFAULT_SIGNAL_TABLE
-    )
-    # versions are Delta's now (its retention): accepted from command lines written before, not used
-    ap.add_argument("--keep-versions", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--signal-table", default=DEFAULT_SIGNAL_TABLE)
     ap.add_argument(
         "--ingest",
         action="store_true",

@@ -184,32 +184,13 @@ def test_versions_history_and_time_travel(state: Path, capsys: pytest.CaptureFix
     assert "not a time: 'yesterday'" in capsys.readouterr().err
 
 
-def test_the_earlier_folder_format_is_named_and_converted_by_the_printed_command(
+def test_the_folder_format_before_delta_is_named_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import shlex
-
     monkeypatch.chdir(tmp_path)
     write_legacy_state(Path("state"), "public.customers", [{"email": "a@x", "tier": "gold"}], version=1)
-    write_legacy_state(
-        Path("state"), "public.customers", [{"email": f"u{i}@x", "tier": "gold"} for i in range(4)], version=2
-    )
-    assert main(["state", "--state", "state"]) == 2
-    err = capsys.readouterr().err
-    assert "earlier folder format" in err and err.count("\n") == 1
-    command = err.split("`")[1]
-    assert main(shlex.split(command)[1:]) == 0
-    assert "public.customers: converted to a Delta table" in capsys.readouterr().out
-    assert main(["state", "--state", "state", "--json"]) == 0
-    row = json.loads(capsys.readouterr().out)
-    assert (row["rows"], row["version"], row["position"]) == (4, 0, "1,2")
-    assert sorted(
-        p.name for p in (tmp_path / "state" / "public.customers").iterdir() if not p.name.startswith("_")
-    ) == ["v000002"]
-    from cdc_backfill.state.table import current_version
-
-    version = current_version(Path("state"), "public.customers")
-    assert (
-        version is not None and version.meta["judged_chunks"] == ["c1"] and version.meta["key"] == ["email"]
-    )
-    assert main(["state", "--state", "state", "--migrate"]) == 2  # nothing left to convert
+    for args in (["state", "--state", "state"], ["state", "--state", "state", "public.customers"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "folder format of releases before Delta tables" in err and err.count("\n") == 1, err
+        assert "reconcile into a new --state folder" in err

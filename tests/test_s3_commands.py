@@ -57,7 +57,8 @@ def test_the_whole_path_on_s3_as_typed(fresh_db: str, s3_spark, s3_lake: S3Path,
         )
     )
     assert "every range equal" in verified
-    assert ok(cli(tmp_path, "signal", "reread", *src, "--state", state, "--dry-run")) is not None
+    reread = ok(cli(tmp_path, "signal", "reread", *src, "--state", state, "--dry-run"))
+    assert "nothing to re-read: every row of the state has all its values" in reread
     assert not list(tmp_path.iterdir())
 
 

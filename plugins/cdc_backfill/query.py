@@ -56,13 +56,11 @@ def _require_state(state: Path) -> list[str]:
         raise StateQueryError(f"no state folder at {state} (run `cdc-backfill reconcile` first)")
     collections = state_collections(state)
     if not collections:
-        from cdc_backfill.state.migrate import legacy_collections
-        from cdc_backfill.state.table import migrate_hint
+        from cdc_backfill.state.table import StateTable, old_format_reason
 
-        if legacy_collections(state):
-            raise StateQueryError(
-                f"the state {state} is in the earlier folder format: convert it with `{migrate_hint(state)}`"
-            )
+        root = lake_path(state)
+        for old in (p.name for p in root.iterdir() if StateTable(root, p.name).old_format()):
+            raise StateQueryError(old_format_reason(state, old))
         raise StateQueryError(
             f"no collection has a state in {state} yet (run `cdc-backfill reconcile` first)"
         )

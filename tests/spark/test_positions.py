@@ -3,13 +3,11 @@ positions."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 from pyspark.sql import functions as F
 
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.spark.positions import key_literal, key_of_decimal_array, key_of_longs, position_of
+from cdc_backfill.spark.positions import key_literal, key_of_longs, position_of
 
 pytestmark = pytest.mark.spark
 
@@ -28,8 +26,3 @@ def test_spark_orders_keys_as_positions(spark) -> None:  # type: ignore[no-untyp
     df = spark.createDataFrame([(bytearray(position_key(p)),) for p in positions], "k binary")
     assert [position_of(r.k) for r in df.orderBy("k").collect()] == sorted(positions)
     assert df.where(F.col("k") > key_literal((2,))).count() == sum(p > (2,) for p in positions)
-
-
-def test_decimal_arrays_of_earlier_states_convert(spark) -> None:  # type: ignore[no-untyped-def]
-    df = spark.createDataFrame([([Decimal(16**20 - 1), Decimal(3)],)], "p array<decimal(38,0)>")
-    assert position_of(df.select(key_of_decimal_array(F.col("p")).alias("k")).first().k) == (16**20 - 1, 3)

@@ -27,9 +27,6 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.typed import TypedPostgresCapture
 
     collections = args.collections
-    if args.tables:
-        print("cdc-backfill capture: --tables is now --collections (it still works)", file=sys.stderr)
-        collections = [*(collections or []), *args.tables]
     try:
         kind = TypedPostgresCapture if args.format == "log" else PostgresCapture
         cap = kind(
@@ -229,7 +226,6 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         metavar="REGEX",
         help="collections (schema.table regexes) to capture (default: every table with a key)",
     )
-    pg.add_argument("--tables", nargs="+", help=argparse.SUPPRESS)  # the earlier name of --collections
     pg.add_argument("--signal-table", metavar="SCHEMA.TABLE", help="the signal table (always captured)")
     pg.add_argument(
         "--format",

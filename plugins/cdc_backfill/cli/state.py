@@ -41,8 +41,6 @@ def _cmd_state(args: argparse.Namespace) -> int:
     except StateQueryError as exc:
         print(f"cdc-backfill state: {exc}", file=sys.stderr)
         return 2
-    if result is None:
-        return 0
     if (args.sql or args.collection) and not args.history:
         warn_incomplete(state, args.state)
     if args.json:
@@ -58,13 +56,11 @@ def _refused(args: argparse.Namespace) -> str | None:
         return "--version and --history are a collection's: name it (schema.table)"
     if args.version is not None and args.as_of:
         return "give --version or --as-of, not both"
-    if args.migrate and (args.collection or args.sql):
-        return "--migrate converts the whole state folder: give it alone"
     return None
 
 
-def _result(args: argparse.Namespace, state: Path) -> Result | None:
-    """What the arguments ask for (None: a conversion, which prints its own lines)."""
+def _result(args: argparse.Namespace, state: Path) -> Result:
+    """What the arguments ask for."""
     from cdc_backfill.query import StateQueryError, describe, history, run_sql, show
     from cdc_backfill.state.table import StateError, as_time
 
@@ -72,9 +68,6 @@ def _result(args: argparse.Namespace, state: Path) -> Result | None:
         as_of = as_time(args.as_of).isoformat() if args.as_of else None
     except StateError as exc:
         raise StateQueryError(str(exc)) from None
-    if args.migrate:
-        _migrate(state)
-        return None
     if args.history:
         return history(state, args.collection)
     if args.sql:
@@ -83,18 +76,6 @@ def _result(args: argparse.Namespace, state: Path) -> Result | None:
     if args.collection:
         return show(state, args.collection, args.limit or 20, args.version, as_of)
     return describe(state)
-
-
-def _migrate(state: Path) -> None:
-    from cdc_backfill.query import StateQueryError
-    from cdc_backfill.state.migrate import legacy_collections, migrate
-
-    todo = legacy_collections(state)
-    if not todo:
-        raise StateQueryError(f"nothing to convert: no collection of {state} is in the earlier folder format")
-    for coll in todo:
-        done = migrate(state, coll)
-        print(f"{coll}: converted to a Delta table (version {done.version if done else 0})")
 
 
 def warn_incomplete(state: Path, typed: str) -> None:
@@ -135,9 +116,4 @@ def add_state_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         help="--sql sees the bookkeeping columns too (_cdc_position, _cdc_unknown)",
     )
     st.add_argument("--history", action="store_true", help="the collection's versions")
-    st.add_argument(
-        "--migrate",
-        action="store_true",
-        help="convert a state written in the earlier folder format to Delta tables",
-    )
     st.set_defaults(func=_cmd_state)

@@ -39,8 +39,8 @@ def run_rows(
     """The rows a reconcile of ``collections`` reads: the events of the roll manifests the least
     advanced collection has not read (a manifest counts every collection's), each collection's previous
     state rows and its READ rows not judged yet. Counting stops once over ``limit`` (a big snapshot's
-    chunk footers are not all read for this). None when not known without Spark: a state in the
-    earlier format, a state file whose rows its Delta log does not record."""
+    chunk footers are not all read for this). None when not known without Spark: a state this release
+    does not read, a state file whose rows its Delta log does not record."""
     events = others = 0
     for coll in collections:
         try:

@@ -70,9 +70,8 @@ class RunMeta:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> RunMeta:
         pos = doc.get("position")
-        # "files", the JSON stream files read by an earlier release, is left out: the log has them now
         return cls(
-            frozenset(doc.get("judged_chunks", doc.get("applied_chunks", ()))),  # the earlier name
+            frozenset(doc.get("judged_chunks", ())),
             tuple(int(p) for p in pos) if pos is not None else None,
             {s: SnapshotTrack.from_json(s, t) for s, t in doc.get("snapshots", {}).items()},
             frozenset(doc.get("read_manifests", ())),
@@ -244,7 +243,7 @@ def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
     for coll in names:
         try:
             previous = current_version(state, coll)
-        except StateError:  # the earlier format: the reconcile converts it
+        except StateError:  # a state this release does not read: the reconcile says so
             return False
         if previous is None:
             return False

@@ -1,10 +1,8 @@
 """The signal rows a run's windows and marks come from (``reconcile.windows``), read on the driver with
 Arrow: the signal collection's log files after the state's position and the signal rows the previous run
 carried. They are a few rows per chunk; collected through Spark they were a job of their own (0.15-0.2 s
-of a warm 1M-event reconcile, more in a small run on a cold JVM).
-
-``reconcile.spark.merge.signal_rows`` selects the same rows from frames, where a run's carry is in the
-earlier format (canonical events) that only Spark converts."""
+of a warm 1M-event reconcile, more in a small run on a cold JVM). ``reconcile.spark.merge.signal_rows``
+selects the same rows from frames."""
 
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ from cdc_backfill.lakepath import LakePath, lake_path, read_parquet
 from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow
 from cdc_backfill.signals.model import EXECUTE
+from cdc_backfill.state.table import StateError
 
 WANTED_OPS = ("c", "r", "d")  # inserts, snapshot reads and deletes of signal rows: windows' ends, marks
 
@@ -26,14 +25,17 @@ def wanted(op: str | None, rid: str | None, kind: str | None) -> bool:
     return op in WANTED_OPS and ((rid is not None and rid.endswith(SUFFIXES)) or kind == EXECUTE)
 
 
-def carried_signal_files(carry: LakePath | str | None) -> list[LakePath] | None:
-    """The files of the signal rows a previous run carried ([] for none); None where its carry is in the
-    earlier format, which Spark reads."""
+def carried_signal_files(carry: LakePath | str | None) -> list[LakePath]:
+    """The files of the signal rows a previous run carried ([] for none). StateError for a carry without
+    its log rows (of a release before the typed log), which this release does not read."""
     if carry is None:
         return []
     carry = lake_path(carry)
     if not (carry / CARRY_ROWS).is_dir():
-        return None
+        raise StateError(
+            f"{carry} is a carry of a release before the typed log, which this release does not read: "
+            "reconcile into a new --state folder"
+        )
     return sorted(p for p in (carry / CARRY_SIGNALS).glob("*.parquet") if not p.name.startswith(("_", ".")))
 
 

@@ -39,15 +39,3 @@ def key_of_longs(*elements: Column) -> Column:
 def position_of(value: bytes | bytearray | None) -> tuple[int, ...] | None:
     """A position key as Spark returns it to the driver, back to its integers."""
     return None if value is None else position_of_key(bytes(value))
-
-
-# untyped on purpose: Spark 4 warns when it cannot infer a UDF's kind from type hints
-_key_of_decimals = F.udf(
-    lambda position: None if position is None else bytearray(position_key(tuple(int(p) for p in position))),
-    POSITION_TYPE,
-)
-
-
-def key_of_decimal_array(col: Column) -> Column:
-    """A position stored as ``array<decimal(38,0)>`` (states and carries of earlier versions) as a key."""
-    return _key_of_decimals(col)

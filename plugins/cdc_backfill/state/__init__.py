@@ -1,2 +1,2 @@
-"""The reconciled state: each collection's Delta Lake table (``table``), its file statistics
-(``stats``) and the conversion of the earlier folder format (``migrate``)."""
+"""The reconciled state: each collection's Delta Lake table (``table``) and its file statistics
+(``stats``)."""

@@ -39,7 +39,8 @@ TABLE_CONFIG = {
 }
 
 
-LEGACY_CURRENT = "current"  # the earlier format's link to its newest version folder (state.migrate)
+# the link to the newest version folder of the folder format states had before Delta (never read now)
+OLD_FORMAT_LINK = "current"
 
 
 class StateError(ValueError):
@@ -92,22 +93,18 @@ def current_version(
     state: Path | str, collection: str, version: int | None = None, as_of: datetime | str | None = None
 ) -> StateVersion | None:
     """A collection's current version (or ``version``, or the one current at ``as_of``); None when it has
-    no state. StateError for a state still in the earlier folder format, with the command that converts
-    it (a reconcile converts it too)."""
+    no state. StateError for a folder this release does not read."""
     table = StateTable(state, collection)
-    if table.legacy_version() is not None:
-        raise StateError(
-            f"the state of {collection} in {state} is in the earlier folder format: convert it with "
-            f"`{migrate_hint(state)}` (a reconcile converts it too)"
-        )
+    if table.old_format():
+        raise StateError(old_format_reason(state, collection))
     return table.current(version, as_of)
 
 
-def migrate_hint(state: Path | str) -> str:
-    """The command that converts a state in the earlier folder format, as the user runs it."""
-    import shlex
-
-    return f"cdc-backfill state --state {shlex.quote(str(state))} --migrate"
+def old_format_reason(state: Path | str, collection: str) -> str:
+    return (
+        f"the state of {collection} in {state} is in the folder format of releases before Delta tables, "
+        "which this release does not read: reconcile into a new --state folder"
+    )
 
 
 def state_collections(state: LakePath) -> list[str]:
@@ -130,13 +127,11 @@ class StateTable:
     def exists(self) -> bool:
         return is_state_table(self.path)
 
-    def legacy_version(self) -> Path | None:
-        """The current version folder of a state still in the earlier folder format (state.migrate);
-        that format was local only."""
-        if isinstance(self.path, S3Path):
-            return None
-        link = self.path / LEGACY_CURRENT
-        return link.resolve() if not self.exists() and link.exists() else None
+    def old_format(self) -> bool:
+        """A state in the folder format of releases before Delta tables (local only): not read."""
+        return (
+            not isinstance(self.path, S3Path) and not self.exists() and (self.path / OLD_FORMAT_LINK).exists()
+        )
 
     def _open(self, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         from deltalake import DeltaTable

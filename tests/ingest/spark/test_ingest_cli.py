@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
 from cdc_backfill.landing.store import log_files
 from cdc_backfill.reconcile.spark.job import reconcile_landing
+from tests.support.cli import cli
 from tests.support.judge import columns_of, keyed_state, source_state
 from tests.support.pg import drain, plain_url, snapshot_under_writers, sql
 from tests.support.state import state_frame
@@ -23,13 +22,6 @@ from tests.support.workload import seed
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 
 TABLES = ["public.orders", "public.lines", "public.words"]
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cdc_backfill.cli", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
 
 
 def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(

@@ -40,10 +40,6 @@ from tests.support.state import state_frame
 pytestmark = pytest.mark.spark
 
 
-def reconcile(spark, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return ingest_and_reconcile(spark, landing, state, enc)
-
-
 def state_rows(spark, state: Path, enc: Encoder) -> dict[int, dict[str, Any]]:  # type: ignore[no-untyped-def]
     rows = state_frame(spark, state, enc.collection).collect()
     return {r["id"]: {"id": r["id"], "v": r["v"], "big": r["big"]} for r in rows}
@@ -67,7 +63,7 @@ def test_every_rule_in_every_format(spark, tmp_path: Path, fmt: str) -> None:  #
     script = every_rule(enc)
     landing, state = tmp_path / "landing", tmp_path / "state"
     land_all(script, enc, landing)
-    info = reconcile(spark, landing, state, enc)
+    info = ingest_and_reconcile(spark, landing, state, enc)
     assert state_rows(spark, state, enc) == script.truth
     assert_manifest_totals_are_sparks(spark, landing, enc.collection, enc.signal)
     # READs dropped: 10, 16, 18 in a, and 11 when the format has TOAST
@@ -87,7 +83,7 @@ def test_truncates_in_every_format_that_has_them(spark, tmp_path: Path, fmt: str
     script = truncates(enc)
     landing, state = tmp_path / "landing", tmp_path / "state"
     land_all(script, enc, landing)
-    info = reconcile(spark, landing, state, enc)
+    info = ingest_and_reconcile(spark, landing, state, enc)
     assert state_rows(spark, state, enc) == script.truth
     assert (info["reads"], info["reads_dropped"], info["reads_applied"]) == (5, 3, 2)
     assert_manifest_totals_are_sparks(spark, landing, enc.collection, enc.signal)
@@ -104,14 +100,14 @@ def test_a_read_waits_for_its_window_then_applies(spark, tmp_path: Path, fmt: st
     landing, state = tmp_path / "landing", tmp_path / "state"
     write_stream_file(landing, "1.jsonl", [r for _, r in records(s, enc)])
     write_chunk(landing, enc.collection, "w", s.reads["w"])
-    first = reconcile(spark, landing, state, enc)
+    first = ingest_and_reconcile(spark, landing, state, enc)
     assert (first["reads_waiting"], first["windows_pending"]) == (3, 1)
     assert state_rows(spark, state, enc) == {2: s.truth[2]}  # only what the stream sent so far
     n = len(s.changes)
     s.close("w")
     s.update(3, "after-w")
     write_stream_file(landing, "2.jsonl", [r for p, r in records(s, enc) if p > n])
-    second = reconcile(spark, landing, state, enc)
+    second = ingest_and_reconcile(spark, landing, state, enc)
     assert (second["reads_waiting"], second["reads_dropped"], second["reads_applied"]) == (0, 1, 2)
     assert second["windows_pending"] == 0
     assert state_rows(spark, state, enc) == s.truth
@@ -123,8 +119,8 @@ def test_a_rerun_with_nothing_new_changes_nothing(spark, tmp_path: Path, fmt: st
     script = every_rule(enc)
     landing, state = tmp_path / "landing", tmp_path / "state"
     land_all(script, enc, landing)
-    reconcile(spark, landing, state, enc)
-    again = reconcile(spark, landing, state, enc)
+    ingest_and_reconcile(spark, landing, state, enc)
+    again = ingest_and_reconcile(spark, landing, state, enc)
     assert again["events_applied"] == 0 and again["reads"] == 0
     assert state_rows(spark, state, enc) == script.truth
     assert [h["version"] for h in StateTable(state, enc.collection).history()] == [0, 1]
@@ -176,7 +172,7 @@ def split_runs(spark, script, enc, recs, cuts, lands, runs, root) -> None:  # ty
             if when == i:
                 write_chunk(landing, enc.collection, chunk, script.reads[chunk])
         try:
-            reconcile(spark, landing, state, enc)
+            ingest_and_reconcile(spark, landing, state, enc)
         except (ColumnsError, LandingError):
             # nothing that names the collection's types has landed yet: a user's first run is refused
             # the same way; not the split this test is about
@@ -185,7 +181,7 @@ def split_runs(spark, script, enc, recs, cuts, lands, runs, root) -> None:  # ty
             raise
     incremental = state_rows(spark, state, enc)
     full_state = root / "full"
-    reconcile(spark, landing, full_state, enc)
+    ingest_and_reconcile(spark, landing, full_state, enc)
     assert incremental == state_rows(spark, full_state, enc) == script.truth
 
 
@@ -202,7 +198,7 @@ def test_a_value_never_fills_across_a_delete(spark, tmp_path: Path) -> None:  # 
     landing, state = tmp_path / "landing", tmp_path / "state"
     write_stream_file(landing, "1.jsonl", [r for _, r in records(s, enc)])
     write_chunk(landing, enc.collection, "none", [])
-    reconcile(spark, landing, state, enc)
+    ingest_and_reconcile(spark, landing, state, enc)
     rows = state_frame(spark, state, enc.collection).collect()
     assert [(r["id"], r["v"], r["big"], r["_cdc_unknown"]) for r in rows] == [(1, "moving", None, ["big"])]
 
@@ -224,12 +220,12 @@ def test_late_events_are_only_those_landed_again(spark, tmp_path: Path) -> None:
     ingest_landing(
         spark, landing, None, ColumnSources(landing, enc.signal, given={"s.t": typed, "s.u": typed})
     )
-    assert reconcile(spark, landing, state, enc)["late_events"] == 0
+    assert ingest_and_reconcile(spark, landing, state, enc)["late_events"] == 0
     n = len(s.changes) + 1  # past the other table's event
     s.changes.append(Change("u", 1, {"id": 1, "v": "uno", "big": "B-one"}, n=n + 1))
     s.truth[1]["v"] = "uno"
     write_stream_file(landing, "2.jsonl", [r for p, r in records(s, enc) if p > n])
-    second = reconcile(spark, landing, state, enc)
+    second = ingest_and_reconcile(spark, landing, state, enc)
     assert (second["events_applied"], second["late_events"]) == (1, 0)
     assert state_rows(spark, state, enc) == s.truth
     assert nothing_new(landing, state, ["s.t"])  # 1.jsonl ends after the position, and was read
@@ -237,6 +233,6 @@ def test_late_events_are_only_those_landed_again(spark, tmp_path: Path) -> None:
     s.truth[3] = s.changes[-1].row
     # the first insert and the update delivered again, with a new event
     write_stream_file(landing, "3.jsonl", recs[:1] + [r for p, r in records(s, enc) if p > n])
-    third = reconcile(spark, landing, state, enc)
+    third = ingest_and_reconcile(spark, landing, state, enc)
     assert (third["events_applied"], third["late_events"]) == (1, 2)
     assert state_rows(spark, state, enc) == s.truth

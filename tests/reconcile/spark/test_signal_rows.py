@@ -14,6 +14,7 @@ from cdc_backfill.landing.store import read_schema
 from cdc_backfill.reconcile.runs import landed_log_files
 from cdc_backfill.reconcile.signal_files import carried_signal_files, landed_signal_rows
 from cdc_backfill.reconcile.spark.merge import after_position, signal_rows
+from cdc_backfill.state.table import StateError
 from tests.support.pg import snapshot_under_writers
 from tests.support.workload import seed
 
@@ -52,4 +53,5 @@ def test_arrow_reads_the_signal_rows_spark_collects(spark, fresh_db: str, tmp_pa
     assert as_set(both) == as_set(everything)
     assert [bytes(r.position) for r in both] == sorted(bytes(r.position) for r in both)
     assert carried_signal_files(None) == []
-    assert carried_signal_files(tmp_path / "canonical-carry") is None  # the earlier format: Spark reads it
+    with pytest.raises(StateError, match="a carry of a release before the typed log"):
+        carried_signal_files(tmp_path / "canonical-carry")

@@ -20,17 +20,13 @@ class Crash(BaseException):
     """As a process killed there: nothing after it runs (not an Exception: nothing catches it)."""
 
 
-def reconcile(spark, landing: Path, state: Path) -> None:  # type: ignore[no-untyped-def]
-    ingest_and_reconcile(spark, landing, state, ENC)
-
-
 def test_a_crash_before_the_commit_leaves_the_previous_version_and_the_next_run_correct(
     spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     script = every_rule(ENC)
     landing, state = tmp_path / "landing", tmp_path / "state"
     rest = land_first_half(script, ENC, landing)
-    reconcile(spark, landing, state)
+    ingest_and_reconcile(spark, landing, state, ENC)
     before = current_version(state, ENC.collection)
     assert before is not None
     seen = sorted(tuple(r) for r in state_frame(spark, state, ENC.collection).collect())
@@ -44,7 +40,7 @@ def test_a_crash_before_the_commit_leaves_the_previous_version_and_the_next_run_
 
     monkeypatch.setattr(StateTable, "commit", crash)
     with pytest.raises(Crash):
-        reconcile(spark, landing, state)
+        ingest_and_reconcile(spark, landing, state, ENC)
     after = current_version(state, ENC.collection)
     assert after is not None and after.version == before.version and after.files == before.files
     assert sorted(tuple(r) for r in state_frame(spark, state, ENC.collection).collect()) == seen
@@ -52,7 +48,7 @@ def test_a_crash_before_the_commit_leaves_the_previous_version_and_the_next_run_
     assert written - set(before.files), "the dead run's files are on disk, named by no version"
 
     monkeypatch.setattr(StateTable, "commit", real_commit)
-    reconcile(spark, landing, state)
+    ingest_and_reconcile(spark, landing, state, ENC)
     got = {
         r["id"]: {"id": r["id"], "v": r["v"], "big": r["big"]}
         for r in state_frame(spark, state, ENC.collection).collect()

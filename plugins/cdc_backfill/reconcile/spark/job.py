@@ -41,7 +41,6 @@ from cdc_backfill.reconcile.windows import SignalRow
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.local import empty_frame
 from cdc_backfill.spark.session import size_shuffle
-from cdc_backfill.state.migrate import migrate
 from cdc_backfill.state.spark.frames import write_version
 from cdc_backfill.state.table import StateTable, current_version
 
@@ -121,7 +120,7 @@ def planned_runs(
         except FileNotFoundError:
             untyped.append(coll)
             continue
-        previous = migrate(state_dir, coll) or current_version(state_dir, coll)
+        previous = current_version(state_dir, coll)
         runs.append((plan_run(landing, coll, previous), columns, key))
     if untyped:
         # only a collection asked for by name can be unknown: the landing's own are all described
@@ -153,7 +152,7 @@ def reconcile_one(
     signals = partial(log_rows_frame, spark, signal_files, signal_versions, signal_schema())
     unread = landed.unread(r.meta)
     fresh = unread_rows(spark, landing, r, columns, key, signal_table, landed)
-    frames = read_run(spark, r, columns, key, signal_table)
+    frames = read_run(spark, r, columns, key)
     # the run's counts from the roll manifests, where they tell them: no Spark job over the new events
     totals = landed.totals(r.collection, signal_table, r.meta.position)
     result = reconcile_run(
@@ -196,13 +195,10 @@ def write_run_record(state_dir: Path, landing: Path, summary: dict[str, Any]) ->
 
 def signals_reader(
     run: RunInput, frames: RunFrames, signal_files: list[Path]
-) -> Callable[[], list[SignalRow]] | None:
+) -> Callable[[], list[SignalRow]]:
     """The run's signal rows in ``signal_files`` (the signal collection's, ``described_log_files``) read
-    without Spark (``reconcile.signal_files``); None where its carry is in the earlier format, which Spark
-    reads."""
+    without Spark (``reconcile.signal_files``)."""
     carried = frames.carried_signals
-    if carried is None:
-        return None
     after = position_key(tuple(run.meta.position)) if run.meta.position is not None else None
     return lambda: landed_signal_rows(signal_files, carried, after)
 

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from cdc_backfill.eventlog.schema import OP, UNCHANGED
 from cdc_backfill.lakepath import same_file
 from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
-from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows, log_schema, signal_schema
+from cdc_backfill.landing.spark.rows import log_schema, signal_schema
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.debezium_snapshots import notification_marks
 from cdc_backfill.reconcile.phantoms import advance, decide, report
@@ -48,7 +48,7 @@ from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLI
 from cdc_backfill.reconcile.windows import SignalRow, Window, closed_chunks, find_windows, run_marks
 from cdc_backfill.signals.marks import Mark
 from cdc_backfill.spark.local import parquet_files
-from cdc_backfill.spark.positions import key_of_decimal_array, position_of
+from cdc_backfill.spark.positions import position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion
 
@@ -59,7 +59,7 @@ class RunFrames:
     carry_signals: DataFrame | None
     reads: DataFrame | None
     previous: DataFrame | None
-    carried_signals: list[Any] | None  # the carry's signal files ([]: none); None: of canonical events
+    carried_signals: list[Any]  # the carry's signal files ([]: none)
     removed: DataFrame | None = None  # the removals the previous version remembers (``removals``)
 
 
@@ -68,32 +68,20 @@ def read_run(
     run: RunInput,
     columns: Sequence[PgColumn],
     key: Sequence[str],
-    signal_table: str,
 ) -> RunFrames:
-    """The previous version, its carry and the READ chunks not judged yet. A version written before
-    positions were keys (``array<decimal(38,0)>``) and carries were log rows is read converted."""
+    """The previous version, its carry, the removals it remembers and the READ chunks not judged yet."""
     carry_rows = carry_signals = previous = None
     carried = carried_signal_files(run.carry)
-    if carried is None:  # canonical events
-        old = with_position_keys(spark.read.parquet(str(run.carry)), "position")
-        carry_rows = as_log_rows(old, run.collection, columns, key)
-        carry_signals = as_signal_rows(old, signal_table)
-    elif run.carry:
+    if run.carry:
         carry_rows = spark.read.schema(log_schema(columns)).parquet(str(run.carry / CARRY_ROWS))
         carry_signals = spark.read.schema(signal_schema()).parquet(str(run.carry / CARRY_SIGNALS))
     if run.previous is not None:
-        previous = with_position_keys(read_version(spark, run.previous), "_cdc_position")
+        previous = read_version(spark, run.previous)
     reads = parquet_files(spark, [str(p) for p in run.chunks]) if run.chunks else None
     removed = None
     if run.previous is not None and run.previous.removed is not None and key:
         removed = spark.read.schema(removals_schema(columns, key)).parquet(str(run.previous.removed))
     return RunFrames(carry_rows, carry_signals, reads, previous, carried, removed)
-
-
-def with_position_keys(df: DataFrame, column: str) -> DataFrame:
-    if isinstance(df.schema[column].dataType, T.ArrayType):
-        return df.withColumn(column, key_of_decimal_array(F.col(column)))
-    return df
 
 
 @dataclass(frozen=True)
@@ -249,10 +237,10 @@ def touched_part(
     spark = stream.sparkSession
     touched = set(touched_files(version, stream, key))
     if len(touched) == len(version.files):
-        return with_position_keys(read_version(spark, version), "_cdc_position"), None, 0
+        return read_version(spark, version), None, 0
     kept = sum(n or 0 for f, n in zip(version.files, version.file_rows, strict=True) if f not in touched)
     part = replace(version, files=tuple(f for f in version.files if f in touched))
-    rows = with_position_keys(read_version(spark, part), "_cdc_position") if part.files else None
+    rows = read_version(spark, part) if part.files else None
     return rows, part.files, kept
 
 

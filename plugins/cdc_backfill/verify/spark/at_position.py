@@ -89,7 +89,7 @@ def _advanced(
     rows, signals = run_rows(spark, landing, run, columns, key, signal_table, landed.files)
     # the manifests the state has not read: only they can hold late events (the others are in it)
     fresh = unread_rows(spark, landing, run, columns, key, signal_table, landed)
-    frames = read_run(spark, run, columns, key, signal_table)
+    frames = read_run(spark, run, columns, key)
     if position is not None:
         rows, signals = rows.where(before(position)), signals.where(before(position))
         if fresh is not None:
