@@ -17,7 +17,7 @@ from cdc_backfill.reconcile.run_size import (
     SMALL_RUN_ROWS,
     first_compiler_only,
     first_compiler_only_to_ingest,
-    run_rows,
+    rows_to_read,
     small_run,
 )
 from tests.support.state import write_state
@@ -40,15 +40,15 @@ def _chunk(landing: Path, collection: str, name: str, rows: int) -> None:
 
 def test_a_run_counts_new_events_once_and_each_collections_state_and_read_rows(tmp_path: Path) -> None:
     landing, state = tmp_path / "landing", tmp_path / "state"
-    assert run_rows(landing, state, [ORDERS]) == 0  # nothing landed yet: the smallest run
+    assert rows_to_read(landing, state, [ORDERS]) == 0  # nothing landed yet: the smallest run
     _manifest(landing, (1, 5), 700)  # a manifest's events are every collection's
     _manifest(landing, (1, 9), 300)
     _chunk(landing, ORDERS, "c1", 40)
     _chunk(landing, TAGS, "c2", 2)
-    assert run_rows(landing, state, [ORDERS, TAGS]) == 1000 + 40 + 2
+    assert rows_to_read(landing, state, [ORDERS, TAGS]) == 1000 + 40 + 2
     write_state(state, TAGS, [{"id": i} for i in range(25)])  # read at (1, 2): every manifest is new to it
-    assert run_rows(landing, state, [ORDERS, TAGS]) == 1000 + 40 + 2 + 25
-    assert run_rows(landing, state, [TAGS]) == 1000 + 2 + 25
+    assert rows_to_read(landing, state, [ORDERS, TAGS]) == 1000 + 40 + 2 + 25
+    assert rows_to_read(landing, state, [TAGS]) == 1000 + 2 + 25
 
 
 def test_counting_stops_past_the_limit_before_reading_every_footer(tmp_path: Path) -> None:
@@ -56,9 +56,9 @@ def test_counting_stops_past_the_limit_before_reading_every_footer(tmp_path: Pat
     _manifest(landing, (1, 5), 100)
     for i in range(70):  # more than one batch of footers
         _chunk(landing, ORDERS, f"c{i:03d}", 10)
-    assert run_rows(landing, state, [ORDERS]) == 100 + 700
-    assert run_rows(landing, state, [ORDERS], limit=150) == 100 + 640  # the first 64 footers, then over
-    assert run_rows(landing, state, [ORDERS], limit=50) == 100  # over on the events alone: no footer read
+    assert rows_to_read(landing, state, [ORDERS]) == 100 + 700
+    assert rows_to_read(landing, state, [ORDERS], limit=150) == 100 + 640  # the first 64 footers, then over
+    assert rows_to_read(landing, state, [ORDERS], limit=50) == 100  # over on the events alone: no footer read
 
 
 def test_small_runs_are_those_known_to_be_at_most_the_limit() -> None:

@@ -47,14 +47,14 @@ def assert_manifest_totals_are_sparks(spark: Any, landing: Path, collection: str
     """The run's totals the roll manifests give equal those Spark counts over the same log files."""
     from cdc_backfill.landing.columns import collection_columns
     from cdc_backfill.reconcile.runs import landed_log_files, plan_run
-    from cdc_backfill.reconcile.spark.job import run_rows
+    from cdc_backfill.reconcile.spark.job import landed_rows
     from cdc_backfill.reconcile.spark.new_rows import stream_totals
 
     landed = landed_log_files(landing)
     given = landed.totals(collection, signal, None)
     assert given is not None, "the manifests have no counts"
     columns, key = collection_columns(landing, collection)
-    rows, signals = run_rows(
+    rows, signals = landed_rows(
         spark, landing, plan_run(landing, collection, None), columns, key, signal, landed.files
     )
     counted = stream_totals(rows, signals, None)

@@ -33,7 +33,7 @@ JSON_EVENT_BYTES = 200  # fewer than any Debezium JSON event has (its source blo
 _FOOTERS_AT_ONCE = 64  # READ chunk footers read before the count is looked at again
 
 
-def run_rows(
+def rows_to_read(
     landing: Path, state: Path, collections: Iterable[str], limit: int = SMALL_RUN_ROWS
 ) -> int | None:
     """The rows a reconcile of ``collections`` reads: the events of the roll manifests the least
@@ -63,7 +63,7 @@ def run_rows(
 
 
 def small_run(rows: int | None) -> bool:
-    """Whether a run of ``rows`` (:func:`run_rows`; None: not known) starts its driver with the JVM's
+    """Whether a run of ``rows`` (:func:`rows_to_read`; None: not known) starts its driver with the JVM's
     first compiler only."""
     return rows is not None and rows <= SMALL_RUN_ROWS
 
@@ -77,7 +77,7 @@ def first_compiler_only(landing: Path, state: Path, collections: Iterable[str], 
         json_bytes = bytes_to_ingest(landing, None, SMALL_INGEST_BYTES) if ingest else 0
         if json_bytes > SMALL_INGEST_BYTES:
             return False, f"ingests more than {SMALL_INGEST_BYTES:,} bytes of JSON first"
-        rows = run_rows(landing, state, collections)
+        rows = rows_to_read(landing, state, collections)
         if rows is None:
             return False, "reads an unknown number of rows"
         rows += json_bytes // JSON_EVENT_BYTES

@@ -212,16 +212,16 @@ def unread_rows(
     signal_table: str,
     landed: LandedLog,
 ) -> tuple[Any, Any] | None:
-    """The rows (``run_rows``) of the manifests of ``landed`` the state has not read, where it read some
+    """The rows (``landed_rows``) of the manifests of ``landed`` the state has not read, where it read some
     of them: only those can hold late events (``reconcile.spark.runs.reconcile_run``'s ``fresh``); None
     where it read none of them."""
     unread = landed.unread(run.meta)
     if len(unread.manifests) == len(landed.manifests):
         return None
-    return run_rows(spark, landing, run, columns, key, signal_table, unread.files)
+    return landed_rows(spark, landing, run, columns, key, signal_table, unread.files)
 
 
-def run_rows(
+def landed_rows(
     spark: SparkSession,
     landing: Path,
     run: RunInput,

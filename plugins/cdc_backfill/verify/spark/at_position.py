@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from cdc_backfill.eventlog.schema import POSITION
 from cdc_backfill.landing.columns import collection_columns
 from cdc_backfill.reconcile.runs import RunInput, landed_log_files, plan_run
-from cdc_backfill.reconcile.spark.job import run_rows, unread_rows
+from cdc_backfill.reconcile.spark.job import landed_rows, unread_rows
 from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
 from cdc_backfill.spark.positions import key_literal
 from cdc_backfill.verify import VerifyError
@@ -86,7 +86,7 @@ def _advanced(
 ) -> DataFrame:
     columns, key = collection_columns(landing, collection)
     landed = landed_log_files(landing, run.meta.position)
-    rows, signals = run_rows(spark, landing, run, columns, key, signal_table, landed.files)
+    rows, signals = landed_rows(spark, landing, run, columns, key, signal_table, landed.files)
     # the manifests the state has not read: only they can hold late events (the others are in it)
     fresh = unread_rows(spark, landing, run, columns, key, signal_table, landed)
     frames = read_run(spark, run, columns, key)
