@@ -118,12 +118,12 @@ def snapshot_under_writers(
 def writers_in_every_window(monkeypatch: Any, url: str, writers: Writers) -> None:
     """The DAG's snapshot tasks wait inside every window for a change of ``writers``: the overlap of
     writers and snapshot is certain on any machine, not a matter of how many changes fit into it."""
-    from cdc_backfill.airflow.engine import ScopedSnapshotEngine
+    from cdc_backfill.snapshot.engine import SnapshotEngine
 
-    engine_init = ScopedSnapshotEngine.__init__
+    engine_init = SnapshotEngine.__init__
 
     def paced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         engine_init(self, *args, **kwargs)
         self.window_hook = InWindow(url, action=None, writers=writers)
 
-    monkeypatch.setattr(ScopedSnapshotEngine, "__init__", paced)
+    monkeypatch.setattr(SnapshotEngine, "__init__", paced)

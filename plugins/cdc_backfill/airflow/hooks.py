@@ -24,12 +24,12 @@ from cdc_backfill.lakepath import lake_path
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-    from cdc_backfill.airflow.engine import ScopedSnapshotEngine
     from cdc_backfill.capture.postgres import CaptureStats
     from cdc_backfill.kafka.topics import Broker
     from cdc_backfill.signals.model import Signal
     from cdc_backfill.signals.store import SignalStore
     from cdc_backfill.signals.validate import ValidatedSignal
+    from cdc_backfill.snapshot.engine import SnapshotEngine
     from cdc_backfill.snapshot.progress import RangeProgress
 
 log = logging.getLogger(__name__)
@@ -295,11 +295,11 @@ class CdcSourceHook(SourceSignals, BaseHook):
     @contextmanager
     def snapshot_engine(
         self, landing: Path, readers: int, signal_id: str, collection: str, chunk_compression: str = "auto"
-    ) -> Iterator[ScopedSnapshotEngine]:
+    ) -> Iterator[SnapshotEngine]:
         """The native snapshot engine for one collection of one signal; its connections close on exit."""
-        from cdc_backfill.airflow.engine import ScopedSnapshotEngine
+        from cdc_backfill.snapshot.engine import SnapshotEngine
 
-        snapshot = ScopedSnapshotEngine(
+        snapshot = SnapshotEngine(
             self.require_source_url(),
             lake_path(landing),
             readers=readers,

@@ -50,8 +50,6 @@ class SnapshotEngine:
     """Runs the accepted execute signals' collections one after the other, looks at the operator's
     signals between chunks, and counts what it landed (the Airflow task reports the counts)."""
 
-    collection: str | None = None  # set when the engine runs one collection only (Airflow's mapped tasks)
-
     def __init__(
         self,
         url: str,
@@ -61,11 +59,17 @@ class SnapshotEngine:
         poll_seconds: float = 2.0,
         chunk_compression: str = "auto",
         window_hook: Callable[[TableShape, list[str] | None], None] | None = None,
+        signal_id: str | None = None,
+        collection: str | None = None,
     ) -> None:
         """``window_hook`` is called inside every window, between the low watermark and the read: tests
         use it to change rows exactly there. ``chunk_compression``: of the chunk files
-        (``snapshot.compression.CHUNK_COMPRESSIONS``; "auto": none on a local landing, zstd on S3)."""
+        (``snapshot.compression.CHUNK_COMPRESSIONS``; "auto": none on a local landing, zstd on S3).
+        ``signal_id`` and ``collection``: the one collection of one signal this engine runs (an Airflow
+        mapped task's share, so that several run side by side); None: every accepted signal's."""
         self.url = url
+        self.signal_id = signal_id
+        self.collection = collection
         self.window_hook = window_hook
         self.control_interval = 0.5  # seconds between two reads of the signals by the readers
         self.landing = lake_path(landing)
@@ -124,9 +128,17 @@ class SnapshotEngine:
     def request_stop(self, *_: object) -> None:
         self._stop_requested = True
 
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
     def pending_work(self) -> list[tuple[Signal, CollectionPlan]]:
-        """Accepted or running execute signals and their collections not finished yet, oldest first."""
-        return self.signal_control.pending_work()
+        """Accepted or running execute signals and their collections not finished yet, oldest first
+        (those of this engine's one collection of one signal, where it has one)."""
+        work = self.signal_control.pending_work()
+        if self.collection is None:
+            return work
+        return [(s, p) for s, p in work if s.id == self.signal_id and p.collection == self.collection]
 
     def count_landed(self, rows: int) -> None:
         """One more chunk landed (readers land side by side: the counts move under the lock)."""
