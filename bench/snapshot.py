@@ -133,7 +133,7 @@ def engine_round(
                 writer.join()
         size = sum(f.stat().st_size for f in landing.rglob("*.parquet"))
         shutil.rmtree(landing, ignore_errors=True)
-        [status] = summarize(read_progress(store.engine, store.schema, signal_id))
+        [status] = summarize(read_progress(store.sa_engine, store.schema, signal_id))
         out[(readers, with_writer)] = {"seconds": seconds, "reading": status.rows / status.rate, "peak": peak,
                                        "ops": writer.ops, "bytes": size, "rows": status.rows}  # fmt: skip
     return out

@@ -194,7 +194,7 @@ class _Run:
 
     console: Console
     url: str
-    engine: sa.Engine  # seeding, progress display and verify
+    sa_engine: sa.Engine  # seeding, progress display and verify
     landing: LakePath
     state: LakePath
     figures: Figures
@@ -212,12 +212,12 @@ def _run_demo(
     f = Figures(rows=rows)
     t0 = time.monotonic()
     pg = EmbeddedPostgres(folder / "postgres", settings={"max_wal_size": "1GB"}).start()
-    engine: sa.Engine | None = None
+    sa_engine: sa.Engine | None = None
     stream: KafkaStream | None = None
     try:
         url = pg.url
-        engine = source_engine(url, pool_pre_ping=True)
-        run = _Run(console, url, engine, landing, state, f)
+        sa_engine = source_engine(url, pool_pre_ping=True)
+        run = _Run(console, url, sa_engine, landing, state, f)
         stream = KafkaStream(folder, url, landing, TABLES) if kafka else None
         store, capturer = _set_up(run, stream)
         f.seconds["setup"] = time.monotonic() - t0
@@ -226,8 +226,8 @@ def _run_demo(
     finally:
         if stream is not None:
             stream.close()
-        if engine is not None:
-            engine.dispose()
+        if sa_engine is not None:
+            sa_engine.dispose()
         if keep:
             pg.detach()
         else:
@@ -243,7 +243,7 @@ def _set_up(run: _Run, stream: KafkaStream | None = None) -> tuple[SignalStore, 
     before anything changes (with ``stream``: Kafka Connect started on the source instead)."""
     from cdc_backfill.signals.store import SignalStore
 
-    with run.engine.begin() as conn:
+    with run.sa_engine.begin() as conn:
         for stmt in [*SCHEMA_SQL, *seed_sql(run.figures.rows)]:
             conn.execute(sa.text(stmt))
     store = SignalStore(run.url)
@@ -310,7 +310,7 @@ def _snapshot_with_progress(run: _Run, snap: SnapshotEngine) -> None:
             done.set()
 
     threading.Thread(target=snapshot, name="demo-snapshot", daemon=True).start()
-    progress = ProgressStore(run.engine, None)
+    progress = ProgressStore(run.sa_engine, None)
     with Live(console=run.console, refresh_per_second=4) as live:
         while not done.wait(0.5):
             live.update(render(summarize(progress.ranges())))
@@ -345,7 +345,7 @@ def _reconcile_and_verify(run: _Run, stream: KafkaStream | None = None) -> None:
         t3 = time.monotonic()
         for coll in TABLES:
             run.console.print(f"[bold]5.[/] verify {coll} against the source, range by range")
-            _source, report = verify_collection(run.engine, run.state, coll, DEFAULT_RANGES, SPARK_MASTER)
+            _source, report = verify_collection(run.sa_engine, run.state, coll, DEFAULT_RANGES, SPARK_MASTER)
             summary = report.summary()
             f.verified[coll] = {"all_equal": report.all_equal, "ranges": summary["ranges"],
                                 "equal": summary["equal"], "rows": summary["source_rows"]}  # fmt: skip

@@ -23,14 +23,14 @@ class DemoWriter(Background):
 
     def __init__(self, url: str, rows: int, seed: int = 7, per_second: float = 400.0) -> None:
         super().__init__()
-        self.engine = source_engine(url, pool_size=1)
+        self.sa_engine = source_engine(url, pool_size=1)
         self.rng = random.Random(seed)
         self.rows = rows
         self.seconds_between = 1.0 / per_second
         self.changes = 0
 
     def step(self) -> None:
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             for _ in range(self.rng.choice([1, 1, 1, 1, 4])):
                 self._one(conn)
                 self.changes += 1
@@ -39,7 +39,7 @@ class DemoWriter(Background):
         return self.seconds_between
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.sa_engine.dispose()
 
     def stop(self) -> int:  # type: ignore[override]
         super().stop()

@@ -161,7 +161,7 @@ class OrderWriter:
     thread, while the form's run snapshots, reconciles and verifies it."""
 
     def __init__(self, url: str) -> None:
-        self.engine = sa.create_engine(url)
+        self.sa_engine = sa.create_engine(url)
         self.stop_event = threading.Event()
         self.changes = 0
         self.errors: list[BaseException] = []
@@ -174,7 +174,7 @@ class OrderWriter:
     def stop(self) -> int:
         self.stop_event.set()
         self.thread.join(timeout=60)
-        self.engine.dispose()
+        self.sa_engine.dispose()
         if self.errors:
             raise self.errors[0]
         return self.changes
@@ -189,7 +189,7 @@ class OrderWriter:
         ]
         try:
             while not self.stop_event.is_set():
-                with self.engine.begin() as conn:
+                with self.sa_engine.begin() as conn:
                     done = conn.execute(sa.text(rng.choice(statements)), {"i": rng.randint(1, 3000)})
                     self.changes += done.rowcount
                 time.sleep(0.03)

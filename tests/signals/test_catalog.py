@@ -78,5 +78,5 @@ def test_the_store_writes_the_signal_debezium_reads_and_the_catalog_names_the_ur
     validated = store.check(execute_snapshot("s1", ["dbo\\.orders"]), MSSQL)
     assert validated.collections == ("dbo.orders",)
     assert validated.signal.data_dict()["data-collections"] == ["cdc\\.dbo\\.orders"]
-    assert qualifying_database(store.engine) == "cdc"
+    assert qualifying_database(store.sa_engine) == "cdc"
     assert qualifying_database(sa.create_engine("postgresql+psycopg2://u@h/db")) is None

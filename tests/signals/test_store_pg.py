@@ -50,7 +50,7 @@ def test_init_is_idempotent(source: str) -> None:
     store = SignalStore(source)
     assert store.init() == ["cdc_signal", "cdc_signal_status"]
     assert store.init() == []
-    with store.engine.connect() as conn:
+    with store.sa_engine.connect() as conn:
         cols = conn.execute(
             sa.text(
                 "SELECT column_name, data_type, character_maximum_length FROM information_schema.columns "
@@ -108,7 +108,7 @@ def test_fixture_rows_inserted_by_plain_sql_are_understood_identically(source: s
     store = SignalStore(source)
     store.init()
     rows = json.loads((FIXTURES / "debezium_incremental_snapshot_read.json").read_text())["signals"]
-    with store.engine.begin() as conn:
+    with store.sa_engine.begin() as conn:
         for i, r in enumerate(rows):  # the fixture reuses one id; the table's key needs three
             conn.execute(sa.text("INSERT INTO public.cdc_signal (id, type, data) VALUES (:id, :type, :data)"),
                          {"id": f"{r['id']}-{i}", "type": r["type"], "data": r["data"]})  # fmt: skip
@@ -176,7 +176,7 @@ def test_bad_input_is_refused_with_distinct_reasons_and_nothing_written(
         reasons.append(err)
     assert len(set(reasons)) == len(BAD_INPUTS)  # each refusal says something different
     assert signal_rows(source) == before
-    with store.engine.connect() as conn:
+    with store.sa_engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM public.cdc_signal_status")).scalar_one() == 1
 
 

@@ -178,9 +178,9 @@ def test_surrogate_key_works_and_an_invalid_one_does_not_get_stuck(fresh_db: str
         "bad", "execute-snapshot", ("public.notes",), "incremental", chunk_size=10, surrogate_key="kind"
     )
     store = SignalStore(fresh_db)
-    with store.engine.begin() as conn:
+    with store.sa_engine.begin() as conn:
         conn.execute(sa.insert(store.signal).values(**bad.row()))
-    store.engine.dispose()
+    store.sa_engine.dispose()
     send(fresh_db, "good", "public.events", chunk_size=10, surrogate_key="event_id")
     e = engine(fresh_db, tmp_path)
     e.run()

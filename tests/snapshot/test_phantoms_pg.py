@@ -52,7 +52,7 @@ class PauseAfter:
 def signals(url: str, kind: str) -> None:
     store = SignalStore(url)
     store.send(Signal(f"{kind}-{len(store.rows())}", kind))
-    store.engine.dispose()
+    store.sa_engine.dispose()
 
 
 def run(spark, landing: Path, state: Path) -> dict[str, Any]:  # type: ignore[no-untyped-def]

@@ -83,7 +83,7 @@ class InWindow:
         "(SELECT min(id) FROM orders WHERE id > :after)",
         writers: Writers | None = None,
     ) -> None:
-        self.engine = sa.create_engine(url)
+        self.sa_engine = sa.create_engine(url)
         self.action = action
         self.writers = writers
         self.calls = 0
@@ -91,7 +91,7 @@ class InWindow:
 
     def __call__(self, shape, after) -> None:  # type: ignore[no-untyped-def]
         if shape.collection == "public.orders" and self.action:
-            with self.engine.begin() as conn:
+            with self.sa_engine.begin() as conn:
                 conn.execute(sa.text(self.action), {"after": int(after[0]) if after else 0})
             self.calls += 1
         if self.writers is not None:

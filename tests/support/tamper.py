@@ -31,7 +31,7 @@ def snapshot_state(spark: SparkSession, url: str, landing: Path, *collections: s
     store.send(
         Signal(f"sig-{len(store.rows())}", "execute-snapshot", collections, "incremental", chunk_size=50)
     )
-    store.engine.dispose()
+    store.sa_engine.dispose()
     SnapshotEngine(url, landing, readers=1).run()
     out = {}
     for coll in collections:

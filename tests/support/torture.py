@@ -25,7 +25,7 @@ class Torture(InWindow):
     def __call__(self, shape, after) -> None:  # type: ignore[no-untyped-def]
         self.windows += 1
         if self.windows == self.truncate_at:
-            with self.engine.begin() as conn:
+            with self.sa_engine.begin() as conn:
                 conn.execute(sa.text("TRUNCATE lines"))
                 conn.execute(
                     sa.text("INSERT INTO lines SELECT i / 3, i % 3, -i FROM generate_series(1, 90) i")

@@ -70,7 +70,7 @@ class Writers(Background):
         """``toast_moves``: also move keys of rows whose TOASTed ``doc`` stays unchanged (the stream
         leaves it out; a row moved before its chunk read it ends incomplete until it is re-read)."""
         super().__init__()
-        self.engine = sa.create_engine(url, pool_size=2)
+        self.sa_engine = sa.create_engine(url, pool_size=2)
         self.rng = random.Random(seed_value)
         self.max_order = max_order
         self.toast_moves = toast_moves
@@ -104,11 +104,11 @@ class Writers(Background):
         return self.ops
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.sa_engine.dispose()
 
     def step(self) -> None:
         changed = 0
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             long = self.rng.random() < 0.05
             for _ in range(self.rng.randint(3, 8) if long else 1):
                 changed += self._one(conn)

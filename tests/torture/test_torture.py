@@ -39,7 +39,7 @@ def reread_incomplete(url: str, landing: Path, state: Path) -> int:
         for sig in plan.signals:
             store.send(sig)
         n += plan.missing
-    store.engine.dispose()
+    store.sa_engine.dispose()
     SnapshotEngine(url, landing, readers=1).run()
     drain(url, landing)
     return n

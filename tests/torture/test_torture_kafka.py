@@ -101,7 +101,7 @@ def test_state_equals_the_source_with_the_stream_read_from_kafka(
         for plan in plan_rereads(state, TABLES):
             for sig in plan.signals:
                 store.send(sig)
-        store.engine.dispose()
+        store.sa_engine.dispose()
         SnapshotEngine(fresh_db, landing, readers=1).run()
         drain()
         summary = reconcile_landing(spark, landing, state)
@@ -162,7 +162,7 @@ def test_debezium_snapshot_through_kafka_removes_lost_deletes_and_equals_the_sou
             for sig in plan.signals:
                 store.send(sig)
                 assert wait_for_snapshot(connect, sig.id) == "COMPLETED"
-            store.engine.dispose()
+            store.sa_engine.dispose()
         drain()
         summary = reconcile_landing(spark, landing, state)
     print(f"seed {seed_value}: {removed} phantoms removed")

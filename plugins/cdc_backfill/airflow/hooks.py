@@ -91,13 +91,13 @@ class SourceSignals:
     @contextmanager
     def _store(self) -> Iterator[SignalStore]:
         store = self.signal_store()
-        with disposed(store.engine):
+        with disposed(store.sa_engine):
             yield store
 
     @contextmanager
     def _connection(self) -> Iterator[tuple[SignalStore, sa.Connection]]:
         """The signal store and one connection of its engine, for the reads of ``signals.queries``."""
-        with self._store() as store, store.engine.connect() as conn:
+        with self._store() as store, store.sa_engine.connect() as conn:
             yield store, conn
 
     def check_signal(self, signal: Signal) -> tuple[ValidatedSignal, str]:
@@ -112,7 +112,7 @@ class SourceSignals:
         from cdc_backfill.signals.queries import signal_written
 
         with self._store() as store:
-            with store.engine.connect() as conn:
+            with store.sa_engine.connect() as conn:
                 if signal_written(conn, store.signal, signal.id):
                     return store.check(signal), False
             return store.send(signal), True
@@ -143,7 +143,7 @@ class SourceSignals:
         from cdc_backfill.snapshot.queries import read_progress
 
         with self._store() as store:
-            return read_progress(store.engine, store.schema, signal_id, collection)
+            return read_progress(store.sa_engine, store.schema, signal_id, collection)
 
     def signal_table_name(self) -> str:
         """The signal table as ``schema.table``, its schema resolved on the source."""
@@ -255,7 +255,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
         """Create the capture's publication and slot when missing, so that the stream holds every change
         and watermark from now on (a snapshot must not start before its windows can be captured)."""
         capture = self.capture(landing, slot, publication, collections)
-        with disposed(capture.engine):
+        with disposed(capture.sa_engine):
             return capture.setup()
 
     def capture(
@@ -308,7 +308,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
             signal_id=signal_id,
             collection=collection,
         )
-        with disposed(snapshot.engine):  # its SQLAlchemy engine
+        with disposed(snapshot.sa_engine):
             yield snapshot
 
     def verify(

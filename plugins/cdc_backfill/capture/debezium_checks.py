@@ -36,9 +36,9 @@ def preflight(s: DebeziumSettings) -> None:
     sources' drivers are the connector's own, inside the JVM)."""
     if connector_of(s.url) != "postgresql":
         return
-    engine = source_engine(s.url)
+    sa_engine = source_engine(s.url)
     try:
-        with engine.connect() as conn:
+        with sa_engine.connect() as conn:
             wal = conn.execute(sa.text("SHOW wal_level")).scalar()
             slot_there = slot_exists(conn, s.slot)
             inspector = sa.inspect(conn)
@@ -56,12 +56,12 @@ def preflight(s: DebeziumSettings) -> None:
                 f"the source runs with wal_level={wal}: Debezium's PostgreSQL connector needs logical "
                 "(ALTER SYSTEM SET wal_level = logical, then restart the server)"
             )
-        _bind(engine, s, slot_there)
+        _bind(sa_engine, s, slot_there)
     except sa.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0]
         raise DebeziumRefused(f"cannot reach {mask_url(s.url)}: {reason}") from None
     finally:
-        engine.dispose()
+        sa_engine.dispose()
 
 
 def start(
@@ -96,12 +96,12 @@ def start(
     )
 
 
-def _bind(engine: sa.Engine, s: DebeziumSettings, slot_exists: bool) -> None:
+def _bind(sa_engine: sa.Engine, s: DebeziumSettings, slot_exists: bool) -> None:
     """The connector's slot belongs to this landing zone (``capture.binding``), checked and recorded
     before the connector creates or takes the slot."""
     schema, _ = _split(s.signal_table)
     try:
-        with engine.begin() as conn:
+        with sa_engine.begin() as conn:
             if not slot_exists:
                 forget_binding(conn, s.slot, schema)  # the name is free for this landing
             source = check_binding(conn, s.landing, s.slot, schema)

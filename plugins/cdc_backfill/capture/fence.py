@@ -13,14 +13,14 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 
-def emit_fence(engine: sa.Engine, label: str) -> int:
+def emit_fence(sa_engine: sa.Engine, label: str) -> int:
     """Write a fence, committed now, after everything this process committed before. Returns the
     message's LSN."""
     import sqlalchemy as sa
 
     from cdc_backfill.events.positions import pg_lsn
 
-    with engine.begin() as conn:
+    with sa_engine.begin() as conn:
         lsn = conn.execute(
             sa.text("SELECT pg_logical_emit_message(true, :p, :m)::text"), {"p": FENCE_PREFIX, "m": label}
         ).scalar_one()

@@ -113,10 +113,10 @@ class PostgresCapture:
         self.patterns = list(collections) if collections else None
         self.signal_table = signal_table
         self.stats = CaptureStats()
-        self.engine = source_engine(url, isolation_level="AUTOCOMMIT")
+        self.sa_engine = source_engine(url, isolation_level="AUTOCOMMIT")
         self.db = make_url(url).database or ""
         options = SinkOptions(
-            self.landing, slot, self.db, roll_bytes, roll_seconds, ElementTypes(self.engine)
+            self.landing, slot, self.db, roll_bytes, roll_seconds, ElementTypes(self.sa_engine)
         )
         self.sink = self.make_sink(options)  # opened by run(), once setup() found the landing the slot's
         self._relations: dict[int, Any] = {}  # relid -> the sink's SinkRelation
@@ -125,7 +125,7 @@ class PostgresCapture:
 
     def setup(self) -> list[str]:
         """Publication (the chosen tables and the signal table) and slot; returns warnings."""
-        return set_up_source(self.engine, self.url, self.landing, self.slot, self.publication,
+        return set_up_source(self.sa_engine, self.url, self.landing, self.slot, self.publication,
                              self.patterns, self.signal_table)  # fmt: skip
 
     # ------------------------------------------------------------ the loop
@@ -151,7 +151,7 @@ class PostgresCapture:
         self.sink.open()
         marker = None
         if not follow:
-            marker = emit_drain_marker(self.engine)
+            marker = emit_drain_marker(self.sa_engine)
         else:
             signal.signal(signal.SIGTERM, self.request_stop)
             signal.signal(signal.SIGINT, self.request_stop)
@@ -163,7 +163,7 @@ class PostgresCapture:
         finally:
             self.sink.abandon()
             conn.close()
-            self.engine.dispose()
+            self.sa_engine.dispose()
         log_summary(self.stats)
         return self.stats
 
@@ -230,7 +230,7 @@ class PostgresCapture:
             self._row_change(kind, buf, lsn, st)
             return False
         if kind == 0x52:  # R
-            with self.engine.connect() as conn:
+            with self.sa_engine.connect() as conn:
                 schema = relation_schema(conn, pgoutput.relation(buf))
             self._relations[schema.relation.relid] = self.sink.describe(schema)
             return False
@@ -317,10 +317,10 @@ def start_streaming(url: str, slot: str, publication: str) -> tuple[Any, Any]:
     return conn, cur
 
 
-def emit_drain_marker(engine: sa.Engine) -> str:
+def emit_drain_marker(sa_engine: sa.Engine) -> str:
     """A drain's end: a marker message written now, which the drain streams up to."""
     marker = uuid.uuid4().hex
-    with engine.connect() as c:
+    with sa_engine.connect() as c:
         lsn = c.execute(
             sa.text("SELECT pg_logical_emit_message(false, :p, :m)"), {"p": DRAIN_PREFIX, "m": marker}
         ).scalar_one()

@@ -34,14 +34,14 @@ log = logging.getLogger(__name__)
 
 
 def set_up_source(
-    engine: sa.Engine, url: str, landing: Path, slot: str, publication: str, patterns: list[str] | None,
+    sa_engine: sa.Engine, url: str, landing: Path, slot: str, publication: str, patterns: list[str] | None,
     signal_table: str | None,
 ) -> list[str]:  # fmt: skip
     """The signal table, the publication (the chosen tables and the signal table) and the slot, for a
     landing that is the slot's; returns warnings."""
-    store = SignalStore(url, signal_table, engine=engine)
+    store = SignalStore(url, signal_table, sa_engine=sa_engine)
     store.init()
-    with engine.connect() as conn:
+    with sa_engine.connect() as conn:
         # the project's own bookkeeping (signal statuses, snapshot progress) is not data to capture
         bookkeeping = set(store.protected[1:]) | {collection_name(store.schema or "public", PROGRESS_TABLE)}
         bookkeeping.add(collection_name(store.schema or "public", BINDING_TABLE))
@@ -79,12 +79,12 @@ def relation_schema(conn: sa.Connection, rel: pgoutput.Relation) -> RelationSche
 class ElementTypes:
     """An array type's element type (None for any other type), each type asked of the catalog once."""
 
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
+    def __init__(self, sa_engine: sa.Engine) -> None:
+        self.sa_engine = sa_engine
         self._known: dict[int, int | None] = {}
 
     def __call__(self, type_oid: int) -> int | None:
         if type_oid not in self._known:
-            with self.engine.connect() as conn:
+            with self.sa_engine.connect() as conn:
                 self._known[type_oid] = array_element(conn, type_oid)
         return self._known[type_oid]

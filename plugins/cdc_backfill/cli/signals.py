@@ -175,7 +175,7 @@ def _with_interrupted(store: Any, views: list[Any]) -> list[Any]:
     from cdc_backfill.snapshot.queries import read_progress
     from cdc_backfill.snapshot.status import interrupted, summarize
 
-    dead = interrupted(summarize(read_progress(store.engine, store.schema)))
+    dead = interrupted(summarize(read_progress(store.sa_engine, store.schema)))
     return [
         dataclasses.replace(v, status="interrupted", reason=dead[v.id]) if v.id in dead else v for v in views
     ]

@@ -68,7 +68,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     store = SignalStore(require_source_url(args.source), args.signal_table)
     store.require_tables()
     # no progress table yet (the engine never ran here): no ranges, "no snapshots yet"
-    statuses = summarize(read_progress(store.engine, store.schema), paused=store.paused())
+    statuses = summarize(read_progress(store.sa_engine, store.schema), paused=store.paused())
     print(json.dumps([s.to_dict() for s in statuses], indent=2) if args.json else render(statuses))
     return 0
 

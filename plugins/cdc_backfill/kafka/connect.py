@@ -214,7 +214,7 @@ class LocalConnect(JavaProcess):
         try:
             marker = store.write_marker()
         finally:
-            store.engine.dispose()
+            store.sa_engine.dispose()
         deadline = time.monotonic() + timeout
         while not (topic_exists(broker, topic) and row_delivered(broker, topic, marker, since)):
             if time.monotonic() > deadline:

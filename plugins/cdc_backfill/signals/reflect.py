@@ -20,10 +20,10 @@ SYSTEM_SCHEMAS = {
 }  # fmt: skip
 
 
-def read_catalog(engine: sa.Engine) -> Catalog:
+def read_catalog(sa_engine: sa.Engine) -> Catalog:
     """Every user table of the source with its columns and primary key (reflected in bulk)."""
-    dialect = engine.dialect.name
-    insp = sa.inspect(engine)
+    dialect = sa_engine.dialect.name
+    insp = sa.inspect(sa_engine)
     skip = SYSTEM_SCHEMAS.get(dialect, set())
     tables: list[TableInfo] = []
     for schema in insp.get_schema_names():
@@ -40,13 +40,13 @@ def read_catalog(engine: sa.Engine) -> Catalog:
             unique = tuple(c for c in names if (c,) in single | {pk})
             nullable = tuple(c["name"] for c in cols if c.get("nullable", True))
             tables.append(TableInfo(sch or schema, table, names, pk, unique, nullable))
-    return Catalog(dialect, tuple(sorted(tables, key=lambda t: t.collection)), qualifying_database(engine))
+    return Catalog(dialect, tuple(sorted(tables, key=lambda t: t.collection)), qualifying_database(sa_engine))
 
 
-def qualifying_database(engine: sa.Engine) -> str | None:
+def qualifying_database(sa_engine: sa.Engine) -> str | None:
     """The database Debezium's connector puts before schema.table on this source (None: it puts none).
     ``capture debezium`` gives the connector the database of the same URL."""
-    return (engine.url.database or None) if engine.dialect.name in DATABASE_QUALIFIED else None
+    return (sa_engine.url.database or None) if sa_engine.dialect.name in DATABASE_QUALIFIED else None
 
 
 def _unique_column_sets(uniques: list[Any], indexes: list[Any]) -> set[tuple[str, ...]]:

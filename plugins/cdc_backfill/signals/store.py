@@ -45,10 +45,10 @@ class SignalView:
 class SignalStore:
     """The signal and status tables of one source database."""
 
-    def __init__(self, url: str, signal_table: str | None = None, engine: sa.Engine | None = None) -> None:
+    def __init__(self, url: str, signal_table: str | None = None, sa_engine: sa.Engine | None = None) -> None:
         self.url = url
-        self.engine = engine or source_engine(url, pool_pre_ping=True)
-        self.dialect = self.engine.dialect.name
+        self.sa_engine = sa_engine or source_engine(url, pool_pre_ping=True)
+        self.dialect = self.sa_engine.dialect.name
         schema, name = split_name(signal_table or SIGNAL_TABLE)
         self.schema = schema or DEFAULT_SCHEMAS.get(self.dialect)
         self.signal, self.status = signal_tables(self.schema, name)
@@ -74,7 +74,7 @@ class SignalStore:
     def init(self) -> list[str]:
         """Create the signal and status tables if missing; return the names created (idempotent)."""
         created = []
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             for table in (self.signal, self.status):
                 if not sa.inspect(conn).has_table(table.name, schema=self.schema):
                     table.create(conn)
@@ -83,14 +83,14 @@ class SignalStore:
 
     def require_tables(self) -> None:
         """Refuse (SignalError) a source whose signal tables were never created."""
-        insp = sa.inspect(self.engine)
+        insp = sa.inspect(self.sa_engine)
         for table in (self.signal, self.status):
             if not insp.has_table(table.name, schema=self.schema):
                 raise SignalError(missing_tables_hint(collection_name(self.schema or "", table.name)))
 
     def catalog(self) -> Catalog:
         """Every user table of the source with its columns and primary key (reflected in bulk)."""
-        return read_catalog(self.engine)
+        return read_catalog(self.sa_engine)
 
     # ------------------------------------------------------------ send
 
@@ -110,7 +110,7 @@ class SignalStore:
         validated = self.check(signal, catalog)
         now = utc_now()
         try:
-            with self.engine.begin() as conn:
+            with self.sa_engine.begin() as conn:
                 conn.execute(sa.insert(self.signal).values(**validated.signal.row()))
                 conn.execute(
                     sa.insert(self.status).values(
@@ -145,7 +145,7 @@ class SignalStore:
         stmt = sa.select(self.signal.c.id, self.signal.c.type, self.signal.c.data)
         if operator_only:
             stmt = stmt.where(self.signal.c.type.not_in(ENGINE_TYPES))
-        with self.engine.connect() as conn:
+        with self.sa_engine.connect() as conn:
             return [(r.id, r.type, r.data) for r in conn.execute(stmt)]
 
     def read(self) -> list[tuple[str, Signal | SignalError]]:
@@ -177,7 +177,7 @@ class SignalStore:
             values["collections"] = json.dumps(collections)
         if progress is not None:
             values["progress"] = json.dumps(progress)
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             updated = conn.execute(
                 sa.update(self.status).where(self.status.c.signal_id == signal_id).values(**values)
             ).rowcount
@@ -191,7 +191,7 @@ class SignalStore:
     def write_mark(self, kind: str, suffix: str, data: str) -> None:
         """Insert one of the engine's own rows around a collection (start, done, ended: ``signals.marks``)
         and commit: the stream carries it at its position."""
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             conn.execute(sa.insert(self.signal).values(id=uuid.uuid4().hex + suffix, type=kind, data=data))
 
     def write_marker(self) -> str:
@@ -199,7 +199,7 @@ class SignalStore:
         a consumer that has it has every change committed before. Returns its id."""
         marker = f"marker-{uuid.uuid4().hex}"  # 39 characters: the id column takes 42
         data = json.dumps({"message": f"cdc_backfill marker {marker}"})
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             conn.execute(sa.insert(self.signal).values(id=marker, type="log", data=data))
         return marker
 
@@ -209,7 +209,7 @@ class SignalStore:
 
         A signal with some invalid collections is accepted for the others; the reason names the rest.
         """
-        with self.engine.connect() as conn:
+        with self.sa_engine.connect() as conn:
             seen = {r.signal_id for r in conn.execute(sa.select(self.status.c.signal_id))}
         catalog = functools.cache(self.catalog)  # read once, and only if a new signal needs it
         out: list[tuple[str, ValidatedSignal | SignalError]] = []
@@ -225,7 +225,7 @@ class SignalStore:
 
     def paused(self) -> frozenset[str]:
         """The ids of signals whose status is paused (none before the status table exists)."""
-        with self.engine.connect() as conn:
+        with self.sa_engine.connect() as conn:
             if not sa.inspect(conn).has_table(self.status.name, schema=self.status.schema):
                 return frozenset()
             rows = conn.execute(
@@ -237,7 +237,7 @@ class SignalStore:
         """Every signal with its status; a row nobody has looked at yet is 'received'."""
         self.require_tables()
         statuses: dict[str, Any] = {}
-        with self.engine.connect() as conn:
+        with self.sa_engine.connect() as conn:
             for r in conn.execute(sa.select(self.status)):
                 statuses[r.signal_id] = r
         views = [signal_view(id_, parsed, statuses.get(id_)) for id_, parsed in self.read()]

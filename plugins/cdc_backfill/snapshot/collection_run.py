@@ -52,7 +52,7 @@ class CollectionRun:
         recorded as failed with the first line of the reason."""
         collection = self.plan.collection
         try:
-            with self.snapshot.engine.connect() as conn:
+            with self.snapshot.sa_engine.connect() as conn:
                 shape = table_shape(conn, self.plan)
             ranges = self.snapshot.progress.ranges(self.sig.id, collection) or self._plan(shape)
         except (SnapshotError, sa.exc.SQLAlchemyError) as exc:
@@ -130,7 +130,7 @@ class CollectionRun:
         snapshot, sig, plan = self.snapshot, self.sig, self.plan
         snapshot.signals.write_mark(SNAPSHOT_START, START_SUFFIX, start_data(plan.collection, sig.id))
         log.info("%s: start row written", plan.collection)
-        with snapshot.engine.connect() as conn:
+        with snapshot.sa_engine.connect() as conn:
             cut = plan_ranges(
                 conn, shape.chunk_table(), snapshot.dialect, snapshot.readers, plan.chunk_size, plan.condition
             )

@@ -32,14 +32,14 @@ class Control:
 class SignalControl:
     """Reads the signals and keeps the statuses of the signal table and the progress table in step."""
 
-    def __init__(self, engine: sa.Engine, signals: SignalStore, progress: ProgressStore) -> None:
-        self.engine = engine
+    def __init__(self, sa_engine: sa.Engine, signals: SignalStore, progress: ProgressStore) -> None:
+        self.sa_engine = sa_engine
         self.signals = signals
         self.progress = progress
 
     def ordered_statuses(self) -> list[Any]:
         st = self.signals.status
-        with self.engine.connect() as conn:
+        with self.sa_engine.connect() as conn:
             return list(conn.execute(sa.select(st).order_by(st.c.received_at, st.c.signal_id)))
 
     def parsed(self) -> dict[str, Signal]:

@@ -79,17 +79,17 @@ class SnapshotEngine:
             raise SnapshotError(str(exc)) from None
         self.readers = max(1, readers)
         self.poll_seconds = poll_seconds
-        self.engine = source_engine(
+        self.sa_engine = source_engine(
             url, connect_args={"options": SESSION_OPTIONS}, pool_size=self.readers + 2
         )
-        self.dialect = self.engine.dialect.name
+        self.dialect = self.sa_engine.dialect.name
         if self.dialect != "postgresql":
             raise SnapshotError(
                 f"the native engine reads PostgreSQL live; {self.dialect} runs through Debezium"
             )
-        self.signals = SignalStore(url, signal_table, engine=self.engine)
-        self.progress = ProgressStore(self.engine, self.signals.schema)
-        self.signal_control = SignalControl(self.engine, self.signals, self.progress)
+        self.signals = SignalStore(url, signal_table, sa_engine=self.sa_engine)
+        self.progress = ProgressStore(self.sa_engine, self.signals.schema)
+        self.signal_control = SignalControl(self.sa_engine, self.signals, self.progress)
         t = self.signals.signal
         self.signal_sql = quoted_table(t.schema, t.name)
         self._control_lock = threading.Lock()

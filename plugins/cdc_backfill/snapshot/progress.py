@@ -77,12 +77,12 @@ class RangeProgress:
 
 
 class ProgressStore:
-    def __init__(self, engine: sa.Engine, schema: str | None) -> None:
-        self.engine = engine
+    def __init__(self, sa_engine: sa.Engine, schema: str | None) -> None:
+        self.sa_engine = sa_engine
         self.table = progress_table(schema)
 
     def init(self) -> None:
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             if not sa.inspect(conn).has_table(self.table.name, schema=self.table.schema):
                 self.table.create(conn)
 
@@ -93,7 +93,7 @@ class ProgressStore:
             stmt = stmt.where(t.c.signal_id == signal_id)
         if collection is not None:
             stmt = stmt.where(t.c.collection == collection)
-        with self.engine.connect() as conn:
+        with self.sa_engine.connect() as conn:
             return [RangeProgress.from_row(r) for r in conn.execute(stmt)]
 
     def plan(
@@ -120,7 +120,7 @@ class ProgressStore:
             }
             for no, lo, hi in ranges
         ]
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             conn.execute(sa.insert(self.table), rows)
 
     def update(self, p: RangeProgress, *, only_if_active: bool = False, **values: Any) -> None:
@@ -136,7 +136,7 @@ class ProgressStore:
         )
         if only_if_active:
             stmt = stmt.where(t.c.status.in_(UNFINISHED))
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             conn.execute(stmt.values(**values))
 
     def heartbeat(self, signal_id: str, collection: str) -> None:
@@ -145,7 +145,7 @@ class ProgressStore:
         stmt = sa.update(t).where(
             t.c.signal_id == signal_id, t.c.collection == collection, t.c.status == RangeStatus.RUNNING
         )
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             conn.execute(stmt.values(updated_at=utc_now()))
 
     def set_collection(
@@ -156,5 +156,5 @@ class ProgressStore:
         stmt = sa.update(t).where(t.c.signal_id == signal_id, t.c.status.in_(UNFINISHED))
         if collection is not None:
             stmt = stmt.where(t.c.collection == collection)
-        with self.engine.begin() as conn:
+        with self.sa_engine.begin() as conn:
             return conn.execute(stmt.values(status=status, reason=reason, updated_at=utc_now())).rowcount

@@ -84,5 +84,5 @@ def send_repair(
     try:
         store.send(repair.signal)
     finally:
-        store.engine.dispose()
+        store.sa_engine.dispose()
     return repair, store.signal_table

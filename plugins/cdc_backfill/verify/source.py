@@ -65,11 +65,11 @@ def read_table(conn: sa.Connection, collection: str) -> SourceTable:
 
 
 def read_source(
-    engine: sa.Engine, collection: str, ranges: int, snapshot: ExportedSnapshot | None = None
+    sa_engine: sa.Engine, collection: str, ranges: int, snapshot: ExportedSnapshot | None = None
 ) -> SourceSide:
     """Boundaries for ``ranges`` ranges and each range's row count and hash, from one snapshot: the one
     exported at an exact position when given (``pg.exported``), else the transaction's own."""
-    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+    with sa_engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
         if snapshot is not None:
             _run(conn, snapshot.import_statement())  # first: before any query of the transaction
         for stmt in settings_statements():
@@ -88,9 +88,9 @@ def read_source(
     return SourceSide(table, cut, stats)
 
 
-def read_stats(engine: sa.Engine, side: SourceSide) -> dict[int, RangeStats]:
+def read_stats(sa_engine: sa.Engine, side: SourceSide) -> dict[int, RangeStats]:
     """The ranges of an earlier read counted and hashed again, now (a re-check: ``verify.recheck``)."""
-    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
+    with sa_engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
         for stmt in settings_statements():
             _run(conn, stmt)
         return _stats(conn, side.table, side.ranges)

@@ -100,7 +100,7 @@ def _advanced(
 
 def verify_at_position(
     url: str,
-    engine: sa.Engine,
+    sa_engine: sa.Engine,
     landing: Path,
     state_dir: Path,
     collections: Sequence[str],
@@ -119,7 +119,7 @@ def verify_at_position(
             raise VerifyError(no_state_reason(state_dir, coll))
     with exported_snapshot(url) as snapshot:
         log.info("reading the source as of %s", snapshot.lsn)
-        sources = {c: read_source(engine, c, ranges, snapshot) for c in collections}
+        sources = {c: read_source(sa_engine, c, ranges, snapshot) for c in collections}
     catch_up(snapshot.position)
     existing = SparkSession.getActiveSession()
     spark = build_session("cdc_backfill_verify", master=master)
@@ -138,7 +138,7 @@ def verify_at_position(
 
 def verify_collections(
     url: str,
-    engine: sa.Engine,
+    sa_engine: sa.Engine,
     state_dir: Path,
     collections: Sequence[str],
     ranges: int,
@@ -162,12 +162,12 @@ def verify_collections(
     if catch_up is not None and landing is not None:
         try:
             return verify_at_position(
-                url, engine, landing, state_dir, collections, ranges, catch_up, signal_table, master
+                url, sa_engine, landing, state_dir, collections, ranges, catch_up, signal_table, master
             )
         except ExportError as exc:
             not_exact = str(exc)
     return verify_now(
-        engine, landing, state_dir, collections, ranges, refresh=refresh,
+        sa_engine, landing, state_dir, collections, ranges, refresh=refresh,
         not_exact=not_exact or "no landing zone to read the stream from", signal_table=signal_table,
         master=master, rounds=rechecks,
     )  # fmt: skip

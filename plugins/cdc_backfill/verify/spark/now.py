@@ -54,7 +54,7 @@ def _state_stats(
 
 
 def verify_now(
-    engine: sa.Engine,
+    sa_engine: sa.Engine,
     landing: Path | None,
     state_dir: Path,
     collections: Sequence[str],
@@ -72,7 +72,9 @@ def verify_now(
     for coll in collections:  # before the source is read: a typo is named at once
         if current_state(state_dir, coll) is None:
             raise VerifyError(no_state_reason(state_dir, coll))
-    with engine.connect() as conn:  # a table the source lacks, or without a key: refused before Spark starts
+    with (
+        sa_engine.connect() as conn
+    ):  # a table the source lacks, or without a key: refused before Spark starts
         for coll in collections:
             read_table(conn, coll)
     log.info("not verifying at one position: %s", not_exact)
@@ -81,7 +83,7 @@ def verify_now(
     out = []
     try:
         for coll in collections:
-            source = read_source(engine, coll, ranges)
+            source = read_source(sa_engine, coll, ranges)
 
             def state(s: SourceSide = source, c: str = coll) -> dict[int, RangeStats]:
                 return _state_stats(spark, landing, state_dir, c, s, signal_table)
@@ -93,14 +95,14 @@ def verify_now(
             while done < rounds and (todo := pending(report, first=done == 0)):
                 done += 1
                 log.info("%s: re-check %d of %d of ranges %s", coll, done, rounds, todo)
-                before = read_stats(engine, source)
+                before = read_stats(sa_engine, source)
                 if refresh is not None and caught_up:
                     try:
                         refresh()
                     except CaptureError as exc:
                         log.warning("the landing could not be brought up to now: %s", exc)
                         caught_up = False
-                report = recheck(report, todo, before, state(), read_stats(engine, source))
+                report = recheck(report, todo, before, state(), read_stats(sa_engine, source))
             extra = {
                 **report.extra,
                 "not_at_position": not_exact,

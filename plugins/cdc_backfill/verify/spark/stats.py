@@ -232,7 +232,7 @@ def no_state_reason(state_dir: Path, collection: str) -> str:
 
 
 def verify_collection(
-    engine: sa.Engine, state_dir: Path, collection: str, ranges: int, master: str = "local[*]"
+    sa_engine: sa.Engine, state_dir: Path, collection: str, ranges: int, master: str = "local[*]"
 ) -> tuple[SourceSide, Report]:
     """Read the source's ranges, then compare the collection's current state with them (Spark only once
     the source was read). Raises VerifyError when there is no state or its columns differ."""
@@ -242,5 +242,5 @@ def verify_collection(
     current = current_state(state_dir, collection)
     if current is None:
         raise VerifyError(no_state_reason(state_dir, collection))
-    source = read_source(engine, collection, ranges)
+    source = read_source(sa_engine, collection, ranges)
     return source, compare_state(current, source, master)
