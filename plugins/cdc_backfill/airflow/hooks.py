@@ -70,13 +70,13 @@ def source_without_connection(conn_id: str) -> str:
 
 
 @contextmanager
-def disposed(engine: sa.Engine) -> Iterator[sa.Engine]:
-    """The engine, its pool closed on exit: each call here makes an engine of its own, and none of its
+def disposed(sa_engine: sa.Engine) -> Iterator[sa.Engine]:
+    """The SQLAlchemy engine, its pool closed on exit: each call here makes one of its own, and none of its
     connections to the source may outlive the call."""
     try:
-        yield engine
+        yield sa_engine
     finally:
-        engine.dispose()
+        sa_engine.dispose()
 
 
 class SourceSignals:
@@ -96,7 +96,7 @@ class SourceSignals:
 
     @contextmanager
     def _connection(self) -> Iterator[tuple[SignalStore, sa.Connection]]:
-        """The signal store and one connection of its engine, for the reads of ``signals.queries``."""
+        """The signal store and one connection of its SQLAlchemy engine, for the reads of ``signals.queries``."""
         with self._store() as store, store.sa_engine.connect() as conn:
             yield store, conn
 
@@ -212,7 +212,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
     # ------------------------------------------------------------ signals and progress (SourceSignals)
 
     def signal_store(self, url: str | None = None) -> SignalStore:
-        """A signal store of its own (the caller disposes its engine); prefer the methods of
+        """A signal store of its own (the caller disposes its SQLAlchemy engine); prefer the methods of
         ``SourceSignals``."""
         from cdc_backfill.signals.store import SignalStore
 
@@ -225,8 +225,8 @@ class CdcSourceHook(SourceSignals, BaseHook):
         before (the close watermarks). Returns the message's LSN."""
         from cdc_backfill.capture.fence import emit_fence
 
-        with disposed(source_engine(self.require_source_url())) as engine:
-            return emit_fence(engine, label)
+        with disposed(source_engine(self.require_source_url())) as sa_engine:
+            return emit_fence(sa_engine, label)
 
     def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
         """Run Debezium's connector (embedded, in this process) until everything committed so far has
@@ -325,9 +325,9 @@ class CdcSourceHook(SourceSignals, BaseHook):
         from cdc_backfill.airflow.verifying import verify_collections
 
         url = self.require_source_url()
-        with disposed(source_engine(url, pool_pre_ping=True)) as engine:
+        with disposed(source_engine(url, pool_pre_ping=True)) as sa_engine:
             return verify_collections(
-                url, engine, lake_path(state_dir), collections, ranges, master,
+                url, sa_engine, lake_path(state_dir), collections, ranges, master,
                 landing=landing, capture=capture, signal_table=self.signal_table,
             )  # fmt: skip
 

@@ -1,5 +1,5 @@
 """Verify inside an Airflow worker: the logic of ``cdc-backfill verify`` over several collections with one
-Spark session, on the hook's engine, at one position where the DAG's capture can pass it. Imports Spark
+Spark session, on the hook's SQLAlchemy engine, at one position where the DAG's capture can pass it. Imports Spark
 only when called."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 def verify_collections(
     url: str,
-    engine: sa.Engine,
+    sa_engine: sa.Engine,
     state_dir: Path,
     collections: Sequence[str],
     ranges: int = 16,
@@ -49,7 +49,7 @@ def verify_collections(
     reports = []
     try:
         done = verify_here(
-            url, engine, lake_path(state_dir), collections, ranges, landing=landing, catch_up=ways.catch_up,
+            url, sa_engine, lake_path(state_dir), collections, ranges, landing=landing, catch_up=ways.catch_up,
             refresh=ways.refresh, not_exact=ways.not_exact, signal_table=signal_table or DEFAULT_SIGNAL_TABLE, master=master,
         )  # fmt: skip
         for item in done:
