@@ -39,11 +39,11 @@ def wait_for_fence(url: str, landing: Path, timeout: float = FOLLOW_TIMEOUT, pol
     """Write a fence and wait until the landing holds it (a capture follows the slot)."""
     from cdc_backfill.config import source_engine
 
-    engine = source_engine(url)
+    sa_engine = source_engine(url)
     try:
-        fence = emit_fence(engine, "verify")
+        fence = emit_fence(sa_engine, "verify")
     finally:
-        engine.dispose()
+        sa_engine.dispose()
     deadline = time.monotonic() + timeout
     while not stream_passed(landed_position(landing), fence):
         if time.monotonic() > deadline:
@@ -60,15 +60,15 @@ def published_patterns(url: str, publication: str) -> list[str]:
 
     from cdc_backfill.config import source_engine
 
-    engine = source_engine(url)
+    sa_engine = source_engine(url)
     try:
-        with engine.connect() as conn:
+        with sa_engine.connect() as conn:
             rows = conn.execute(
                 sa.text("SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = :p"),
                 {"p": publication},
             ).all()
     finally:
-        engine.dispose()
+        sa_engine.dispose()
     return [re.escape(f"{s}.{t}") for s, t in rows]
 
 

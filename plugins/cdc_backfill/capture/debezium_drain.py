@@ -45,10 +45,10 @@ def pg_marker_writer(url: str) -> Callable[[str, str], None]:
 
     from cdc_backfill.config import source_engine
 
-    engine = source_engine(url)
+    sa_engine = source_engine(url)
 
     def emit(prefix: str, content: str) -> None:
-        with engine.begin() as conn:
+        with sa_engine.begin() as conn:
             # Not transactional, as the native capture's drain marker: decoded at its own position,
             # after every transaction that committed before it
             conn.execute(

@@ -16,9 +16,9 @@ from cdc_backfill.landing.stream import landed_position
 
 def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> dict[str, Any]:
     """Slot lag, last confirmed LSN, and what the landing zone holds."""
-    engine = source_engine(url)
+    sa_engine = source_engine(url)
     try:
-        with engine.connect() as conn:
+        with sa_engine.connect() as conn:
             row = conn.execute(
                 sa.text(
                     "SELECT active, confirmed_flush_lsn::text AS confirmed, restart_lsn::text AS restart, "
@@ -30,7 +30,7 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
     except sa.exc.OperationalError as exc:
         raise CaptureError(f"cannot reach {mask_url(url)}: {str(exc.orig).strip()}") from None
     finally:
-        engine.dispose()
+        sa_engine.dispose()
     out: dict[str, Any] = {"slot": slot}
     if row is None:
         out.update(exists=False)

@@ -121,13 +121,13 @@ def _verify_at_position(args: argparse.Namespace, url: str) -> tuple[SourceSide,
 
     # Absolute before Spark sees it: a session's JVM resolves relative paths against its own folder.
     state = lake_path(args.state).absolute()
-    engine = source_engine(url, pool_pre_ping=True)
+    sa_engine = source_engine(url, pool_pre_ping=True)
     # the landing given, else the one the state's last reconcile read
     landing = lake_path(args.landing).absolute() if args.landing else last_landing(state)
     ways = reach(url, landing, args.signal_table)
     try:
         [done] = verify_collections(
-            url, engine, state, [args.collection], args.ranges, landing=landing, catch_up=ways.catch_up,
+            url, sa_engine, state, [args.collection], args.ranges, landing=landing, catch_up=ways.catch_up,
             refresh=ways.refresh, not_exact=ways.not_exact, signal_table=args.signal_table or DEFAULT_SIGNAL_TABLE,
             master=args.master, rechecks=args.rechecks,
         )  # fmt: skip
@@ -135,7 +135,7 @@ def _verify_at_position(args: argparse.Namespace, url: str) -> tuple[SourceSide,
         print(f"cannot verify: {exc}", file=sys.stderr)
         return None
     finally:
-        engine.dispose()
+        sa_engine.dispose()
     return done.source, done.report
 
 

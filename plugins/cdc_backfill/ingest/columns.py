@@ -110,11 +110,11 @@ def catalog_columns(url: str) -> Callable[[str], Described | None]:
     from cdc_backfill.names import split_collection
     from cdc_backfill.pg.catalog import primary_key, table_columns
 
-    engine = source_engine(url)
+    sa_engine = source_engine(url)
 
     def lookup(collection: str) -> Described | None:
         schema, table = split_collection(collection)
-        with engine.connect() as conn:
+        with sa_engine.connect() as conn:
             columns = table_columns(conn, schema, table)
             key = primary_key(conn, schema, table)
         return (list(columns), list(key)) if columns and key else None

@@ -23,9 +23,9 @@ class LogicalReadiness:
 
 def check_logical_decoding(url: str, *, try_slot: bool = True) -> LogicalReadiness:
     """Connect, read the version and ``wal_level``, and create then drop a temporary pgoutput slot."""
-    engine = source_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=False)
+    sa_engine = source_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=False)
     try:
-        with engine.connect() as conn:
+        with sa_engine.connect() as conn:
             version = conn.execute(sa.text("SHOW server_version")).scalar_one()
             wal_level = conn.execute(sa.text("SHOW wal_level")).scalar_one()
             slot_ok = False
@@ -38,5 +38,5 @@ def check_logical_decoding(url: str, *, try_slot: bool = True) -> LogicalReadine
                 conn.execute(sa.text("SELECT pg_drop_replication_slot(:n)"), {"n": name})
                 slot_ok = True
     finally:
-        engine.dispose()
+        sa_engine.dispose()
     return LogicalReadiness(str(version), str(wal_level), slot_ok)
