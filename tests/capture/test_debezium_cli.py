@@ -91,7 +91,7 @@ def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyp
 ) -> None:
     """The engine's offsets live in the landing on S3, not on the machine: a second run with this
     machine's copy gone goes on where the first stopped, nothing landed twice; the printed ingest runs."""
-    from cdc_backfill.capture.debezium_config import engine_copy
+    from cdc_backfill.capture.debezium_config import local_copy
     from cdc_backfill.landing.layout import debezium_dir
 
     require_engine()
@@ -101,7 +101,7 @@ def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyp
     assert first.returncode == 0, first.stderr
     stored = [p for p in debezium_dir(s3_lake / "landing").iterdir() if p.suffix == ".offsets"]
     assert len(stored) == 1, stored
-    shutil.rmtree(engine_copy(stored[0]).parent)  # the next run as on another machine
+    shutil.rmtree(local_copy(stored[0]).parent)  # the next run as on another machine
     sql(table, "UPDATE t SET v = 'changed' WHERE id < 5", "DELETE FROM t WHERE id = 20")
     again = cli(tmp_path, *args)
     assert again.returncode == 0, again.stderr

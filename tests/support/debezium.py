@@ -14,7 +14,7 @@ from typing import Any
 from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture
 from cdc_backfill.capture.debezium_config import DebeziumSettings
 from cdc_backfill.capture.debezium_drain import pg_marker_writer
-from cdc_backfill.capture.debezium_jvm import engine_available
+from cdc_backfill.capture.debezium_jvm import debezium_available
 from cdc_backfill.events.debezium import follows, schema_line, with_schemas
 from cdc_backfill.landing.notifications import read_notifications
 from tests.support.pg import plain_url
@@ -24,7 +24,7 @@ def require_engine() -> None:
     """Debezium's engine must run here (fails under CI=true, skips elsewhere)."""
     from tests.conftest import unavailable
 
-    reason = engine_available()
+    reason = debezium_available()
     if reason:
         unavailable("Debezium's embedded engine", reason)
 

@@ -36,8 +36,8 @@ from cdc_backfill.capture.debezium_landing import (
     land_batch,
     land_lines,
     last_batch,
-    pull_engine_files,
-    push_engine_files,
+    pull_debezium_files,
+    push_debezium_files,
 )
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.layout import debezium_dir
@@ -250,7 +250,7 @@ class DebeziumCapture:
         if not self.lands:
             return pairs, None
         fresh = self._dedup.fresh(pairs)
-        push_engine_files(self.landing, self._pushed)  # the offsets of the batches before
+        push_debezium_files(self.landing, self._pushed)  # the offsets of the batches before
         path, written = land_batch(self.landing, fresh, self._next, self._follows)
         self._next += len(fresh)
         self._follows = follows_line(written) if path is not None else self._follows
@@ -316,8 +316,8 @@ class DebeziumCapture:
         ended = snapshot_outcomes(self._notes)
         self.summary.snapshots.update({k: v for k, v in ended.items() if k in until_snapshots})
         self._waiting = set(until_snapshots) - set(ended)
-        engine = self._build_engine(stop_on_signals)
-        thread = threading.Thread(target=engine.run, name="debezium-engine", daemon=True)
+        engine = self._build_embedded(stop_on_signals)
+        thread = threading.Thread(target=engine.run, name="embedded-debezium", daemon=True)
         thread.start()
         self._marker = uuid.uuid4().hex if drain else None
         try:
@@ -327,7 +327,7 @@ class DebeziumCapture:
                 self._stop.set()
                 closed = self._close(engine)
             thread.join(120 if closed else 1)
-            push_engine_files(self.landing, self._pushed)  # the last batch's offsets
+            push_debezium_files(self.landing, self._pushed)  # the last batch's offsets
         if isinstance(self._failure, DebeziumCaptureError):
             raise self._failure
         if self._failure is not None:
@@ -337,7 +337,7 @@ class DebeziumCapture:
             raise DebeziumCaptureError(f"the connector stopped on its own: {reason}")
         return self.summary
 
-    def _build_engine(self, stop_on_signals: bool) -> Any:
+    def _build_embedded(self, stop_on_signals: bool) -> Any:
         """Debezium's embedded engine over the connector's properties, its batches landed by
         ``_on_batch`` (the JVM is started here, on first use)."""
         engine_cls, properties_cls, json_format, (consumer_cls, completion_cls) = _java()
@@ -346,7 +346,7 @@ class DebeziumCapture:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
         debezium_dir(self.landing).mkdir(parents=True, exist_ok=True)
-        pull_engine_files(self.landing)  # a landing on S3: its offsets where the engine reads them
+        pull_debezium_files(self.landing)  # a landing on S3: its offsets where the engine reads them
         props = properties_cls()
         for k, v in self.properties.items():
             props.setProperty(k, v)

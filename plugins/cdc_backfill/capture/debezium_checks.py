@@ -20,7 +20,7 @@ from cdc_backfill.capture.debezium import (
 )
 from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.debezium_drain import pg_marker_writer
-from cdc_backfill.capture.debezium_jvm import engine_available
+from cdc_backfill.capture.debezium_jvm import debezium_available
 from cdc_backfill.capture.debezium_landing import next_offset, waiting_batches
 from cdc_backfill.capture.publication import slot_exists
 from cdc_backfill.config import mask_url, source_engine
@@ -83,7 +83,7 @@ def start(
             "--drain marks the end with a PostgreSQL logical decoding message; for a "
             f"{connector_of(s.url)} source run --follow (stop it with SIGTERM)"
         )
-    missing = engine_available()
+    missing = debezium_available()
     if missing:
         raise DebeziumRefused(missing)
     preflight(s)

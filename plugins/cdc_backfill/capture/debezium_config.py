@@ -85,15 +85,15 @@ def history_file(landing: Path, name: str) -> Path:
     return debezium_dir(landing) / f"{name}.history"
 
 
-def engine_copy(path: LakePath) -> Path:
+def local_copy(path: LakePath) -> Path:
     """The local file Debezium's engine reads and writes for a file of the landing's ``_debezium/``: the
     file itself in a local landing. Its file stores take local paths only, so for a landing on S3 a copy
     in a cache folder of this machine, named by the landing, which the capture fills from the landing
     before the engine starts and stores back after each batch (``capture.debezium_landing``)."""
-    return engine_folder(path.parent) / path.name if isinstance(path, S3Path) else Path(path)
+    return local_cache_dir(path.parent) / path.name if isinstance(path, S3Path) else Path(path)
 
 
-def engine_folder(folder: S3Path) -> Path:
+def local_cache_dir(folder: S3Path) -> Path:
     """The cache folder of this machine that holds the engine's copies of an S3 ``_debezium/`` folder."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     digest = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
@@ -184,7 +184,7 @@ def connector_properties(s: DebeziumSettings) -> dict[str, str]:
         "connector.class": CONNECTORS[connector],
         "topic.prefix": s.name,
         "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
-        "offset.storage.file.filename": str(engine_copy(offsets_file(s.landing, s.name))),
+        "offset.storage.file.filename": str(local_copy(offsets_file(s.landing, s.name))),
         "offset.flush.interval.ms": "0",  # offsets are written once a batch has landed
         "database.hostname": u.hostname or "localhost",
         "database.port": str(u.port or DEFAULT_PORTS[connector]),
@@ -233,7 +233,7 @@ def connector_specific(connector: str, s: DebeziumSettings, database: str) -> di
         }
     history = {
         "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
-        "schema.history.internal.file.filename": str(engine_copy(history_file(s.landing, s.name))),
+        "schema.history.internal.file.filename": str(local_copy(history_file(s.landing, s.name))),
     }
     if connector == "sqlserver":
         return {"database.names": database, "database.encrypt": "false", **include, **history}

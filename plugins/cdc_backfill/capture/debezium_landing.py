@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_config import engine_folder
+from cdc_backfill.capture.debezium_config import local_cache_dir
 from cdc_backfill.events.debezium import unwrap
 from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import LakePath, S3Path
@@ -167,27 +167,27 @@ def land_lines(landing: Path, data: bytes, first: int, count: int) -> Path | Non
     return path
 
 
-ENGINE_SUFFIXES = (".offsets", ".history")
+DEBEZIUM_FILE_SUFFIXES = (".offsets", ".history")
 
 
-def pull_engine_files(landing: LakePath) -> None:
+def pull_debezium_files(landing: LakePath) -> None:
     """A landing on S3: its engine files (offsets, schema history) copied to where the engine reads them
-    (``debezium_config.engine_copy``), replacing what an earlier run on this machine left there: the
+    (``debezium_config.local_copy``), replacing what an earlier run on this machine left there: the
     landing's are the truth, wherever the last run was."""
     folder = debezium_dir(landing)
     if not isinstance(folder, S3Path):
         return
-    local = engine_folder(folder)
+    local = local_cache_dir(folder)
     local.mkdir(parents=True, exist_ok=True)
     for old in local.iterdir():
-        if old.suffix in ENGINE_SUFFIXES:
+        if old.suffix in DEBEZIUM_FILE_SUFFIXES:
             old.unlink()
     for obj in folder.iterdir() if folder.is_dir() else ():
-        if obj.suffix in ENGINE_SUFFIXES:
+        if obj.suffix in DEBEZIUM_FILE_SUFFIXES:
             write_atomically(local / obj.name, obj.read_bytes())
 
 
-def push_engine_files(landing: LakePath, pushed: dict[str, bytes]) -> None:
+def push_debezium_files(landing: LakePath, pushed: dict[str, bytes]) -> None:
     """A landing on S3: the engine files that changed since ``pushed`` (what was stored, by name)
     stored in the landing, each in one PUT. Called before a batch lands and when the run ends, so the
     stored offsets are at most one batch behind the landed files: a restart elsewhere gets that batch
@@ -195,9 +195,9 @@ def push_engine_files(landing: LakePath, pushed: dict[str, bytes]) -> None:
     folder = debezium_dir(landing)
     if not isinstance(folder, S3Path):
         return
-    local = engine_folder(folder)
+    local = local_cache_dir(folder)
     for f in sorted(local.iterdir()) if local.is_dir() else ():
-        if f.suffix in ENGINE_SUFFIXES:
+        if f.suffix in DEBEZIUM_FILE_SUFFIXES:
             data = f.read_bytes()
             if pushed.get(f.name) != data:
                 (folder / f.name).write_bytes(data)
