@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_backfill.signals.model import Signal, execute_snapshot, stop_snapshot
-from cdc_backfill.signals.states import FINISHED, rollup
+from cdc_backfill.signals.statuses import FINISHED, rollup
 from cdc_backfill.signals.validate import CHUNK_MAX
 from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 from cdc_backfill.snapshot.progress import RangeProgress

@@ -35,7 +35,7 @@ from cdc_backfill.capture.sinks import (
     Encoded,
     RelationSchema,
     SinkOptions,
-    TxnState,
+    Txn,
     WriterSink,
 )
 from cdc_backfill.files import fsync_dir, write_atomically
@@ -172,12 +172,12 @@ class JsonLinesSink(WriterSink):
             bytes(k for k, _ in kinds), tuple(enc for _, enc in kinds), schema.key_idx,
         )  # fmt: skip
 
-    def begin(self, st: TxnState) -> None:
+    def begin(self, st: Txn) -> None:
         self._prefixes = {}
         self._tail = line_tail(int(time.time() * 1000))
 
     def write(
-        self, rel: JsonRelation, st: TxnState, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
+        self, rel: JsonRelation, st: Txn, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
         old_is_key: bool,
     ) -> int:  # fmt: skip
         # encoded tuples are (row JSON, key JSON, position). An event's before is the old row; only its
@@ -203,19 +203,19 @@ class JsonLinesSink(WriterSink):
         return 1
 
     def _line(
-        self, rel: JsonRelation, st: TxnState, lsn: int, op: str, key: bytes, before: bytes, after: bytes
+        self, rel: JsonRelation, st: Txn, lsn: int, op: str, key: bytes, before: bytes, after: bytes
     ) -> None:
         prefix = self._prefixes.get(rel.collection) or self._source_prefix(rel, st)
         self.writer.write(row_line(key, before, after, prefix, lsn, op, self._tail), st.commit_lsn, lsn)
 
-    def _source_prefix(self, rel: JsonRelation, st: TxnState) -> bytes:
+    def _source_prefix(self, rel: JsonRelation, st: Txn) -> bytes:
         prefix = self._prefixes[rel.collection] = source_prefix(
             version=self.version, name=self.name, ts_ms=st.ts_ms, db=self.db, schema=rel.schema,
             table=rel.table, txid=st.xid, commit_lsn=st.commit_lsn,
         )  # fmt: skip
         return prefix
 
-    def message(self, m: pgoutput.Message, st: TxnState, commit: int, lsn: int) -> None:
+    def message(self, m: pgoutput.Message, st: Txn, commit: int, lsn: int) -> None:
         line = message_line(
             m, version=self.version, name=self.name, db=self.db,
             ts_ms=st.ts_ms if m.transactional else int(time.time() * 1000),

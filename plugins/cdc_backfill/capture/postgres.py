@@ -48,7 +48,7 @@ from cdc_backfill.capture.sinks import (
     UPDATE,
     CaptureSink,
     SinkOptions,
-    TxnState,
+    Txn,
 )
 from cdc_backfill.capture.source import ElementTypes, relation_schema, set_up_source
 from cdc_backfill.capture.status import capture_status
@@ -167,13 +167,13 @@ class PostgresCapture:
         log_summary(self.stats)
         return self.stats
 
-    def _stream(self, cur: Any, marker: str | None, deadline: float | None) -> TxnState:
+    def _stream(self, cur: Any, marker: str | None, deadline: float | None) -> Txn:
         """Handle messages until the drain marker, or a stop between transactions; roll when due.
 
         A stop waits for the transaction being read to commit, but not for ever: a transaction whose
         rest does not come within ``STOP_GRACE_SECONDS`` of the stop is left unread (the loop returns
         inside it; nothing of the open file is confirmed, so all of it comes again on the next run)."""
-        state = TxnState()
+        state = Txn()
         last_feedback = time.monotonic()
         stop_waited_since: float | None = None
         while True:
@@ -210,7 +210,7 @@ class PostgresCapture:
 
     # ------------------------------------------------------------ messages, decoded once
 
-    def _handle(self, buf: bytes, lsn: int, st: TxnState, marker: str | None) -> bool:
+    def _handle(self, buf: bytes, lsn: int, st: Txn, marker: str | None) -> bool:
         """Handle one message; True when the drain marker has been reached."""
         kind = buf[0]
         if kind == 0x42:  # B
@@ -247,7 +247,7 @@ class PostgresCapture:
             return False
         raise pgoutput.ProtocolError(f"unknown pgoutput message {chr(kind)!r}")
 
-    def _row_change(self, kind: int, buf: bytes, lsn: int, st: TxnState) -> None:
+    def _row_change(self, kind: int, buf: bytes, lsn: int, st: Txn) -> None:
         """An insert, update or delete: which tuples it holds and whether its key changed, each tuple
         encoded by the sink's relation; the sink lands it unless the landing already holds it."""
         (relid,) = _RELID.unpack_from(buf, 1)
@@ -276,7 +276,7 @@ class PostgresCapture:
             return
         self.stats.events += self.sink.write(rel, st, lsn, op, new, old, old_is_key)
 
-    def _truncate(self, buf: bytes, lsn: int, st: TxnState) -> None:
+    def _truncate(self, buf: bytes, lsn: int, st: Txn) -> None:
         relids, _options = pgoutput.truncate(buf)
         for relid in relids:
             rel = self._relations[relid]
@@ -285,7 +285,7 @@ class PostgresCapture:
                 continue
             self.stats.events += self.sink.write(rel, st, lsn, TRUNCATE, None, None, False)
 
-    def _message(self, m: pgoutput.Message, lsn: int, st: TxnState) -> None:
+    def _message(self, m: pgoutput.Message, lsn: int, st: Txn) -> None:
         """A logical decoding message (a fence, say): an event of the JSON lines, only a position to the
         typed log."""
         commit = st.commit_lsn if (m.transactional and st.in_txn) else m.lsn

@@ -54,7 +54,7 @@ class RelationSchema:
     key_idx: tuple[int, ...]  # the key's column indexes
 
 
-class TxnState:
+class Txn:
     """What the loop knows of the transaction it is in."""
 
     __slots__ = ("commit_lsn", "in_txn", "maybe_landed", "ts_ms", "xid")
@@ -103,10 +103,10 @@ class CaptureSink(Protocol):
         """A relation message: its schema recorded, how its rows are encoded from now on."""
         ...
 
-    def begin(self, st: TxnState) -> None: ...
+    def begin(self, st: Txn) -> None: ...
 
     def write(
-        self, rel: Any, st: TxnState, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
+        self, rel: Any, st: Txn, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
         old_is_key: bool,
     ) -> int:  # fmt: skip
         """A row change at (``st.commit_lsn``, ``lsn``) of ``rel`` (what ``describe`` returned): ``new``
@@ -114,7 +114,7 @@ class CaptureSink(Protocol):
         holds only the key). Returns how many events it landed: a key change lands two."""
         ...
 
-    def message(self, m: pgoutput.Message, st: TxnState, commit: int, lsn: int) -> None:
+    def message(self, m: pgoutput.Message, st: Txn, commit: int, lsn: int) -> None:
         """A logical decoding message at (``commit``, ``lsn``), a drain marker's excepted."""
         ...
 

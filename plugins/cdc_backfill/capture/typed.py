@@ -24,7 +24,7 @@ from cdc_backfill.capture.sinks import (
     Encoded,
     RelationSchema,
     SinkOptions,
-    TxnState,
+    Txn,
     WriterSink,
 )
 from cdc_backfill.eventlog.schema import LogVersion
@@ -90,11 +90,11 @@ class TypedLogSink(WriterSink):
         self._versions[coll] = version
         return LogRelation(coll, [c.name for c in columns], schema.key_idx, version)
 
-    def begin(self, st: TxnState) -> None:
+    def begin(self, st: Txn) -> None:
         pass  # nothing kept per transaction: an event's position and time come with it
 
     def write(
-        self, rel: LogRelation, st: TxnState, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
+        self, rel: LogRelation, st: Txn, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
         old_is_key: bool,
     ) -> int:  # fmt: skip
         # encoded tuples are (CSV line, unchanged column indexes, key fields, position)
@@ -116,7 +116,7 @@ class TypedLogSink(WriterSink):
         return 1
 
     def _row(
-        self, rel: LogRelation, st: TxnState, position: tuple[int, ...], op: str, line: bytes,
+        self, rel: LogRelation, st: Txn, position: tuple[int, ...], op: str, line: bytes,
         unchanged: list[int] | None,
     ) -> None:  # fmt: skip
         self.writer.write_row(
@@ -124,7 +124,7 @@ class TypedLogSink(WriterSink):
             [rel.names[i] for i in unchanged] if unchanged else None,
         )  # fmt: skip
 
-    def message(self, m: pgoutput.Message, st: TxnState, commit: int, lsn: int) -> None:
+    def message(self, m: pgoutput.Message, st: Txn, commit: int, lsn: int) -> None:
         # not an event: only the position it stands at, so that the landed position passes it (the
         # Airflow sensor's fence is such a message, in a transaction of its own)
         self.writer.advance((commit, lsn))

@@ -54,7 +54,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _failed(statuses: list[CollectionStatus]) -> set[tuple[str, str]]:
-    from cdc_backfill.signals.states import RangeStatus
+    from cdc_backfill.signals.statuses import RangeStatus
 
     return {(s.signal_id, s.collection) for s in statuses if s.status == RangeStatus.FAILED}
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from cdc_backfill.signals.model import ENGINE_TYPES, EXECUTE
-from cdc_backfill.signals.states import ACTIVE, SignalStatus
+from cdc_backfill.signals.statuses import ACTIVE, SignalStatus
 
 if TYPE_CHECKING:
     from cdc_backfill.signals.store import SignalView

@@ -20,7 +20,7 @@ from cdc_backfill.signals.model import (
     Signal,
     SignalError,
 )
-from cdc_backfill.signals.states import SignalStatus
+from cdc_backfill.signals.statuses import SignalStatus
 
 CHUNK_MIN = 1
 CHUNK_MAX = 1_000_000

@@ -24,7 +24,7 @@ from cdc_backfill.signals.model import (
     close_id,
     open_id,
 )
-from cdc_backfill.signals.states import UNFINISHED, RangeStatus
+from cdc_backfill.signals.statuses import UNFINISHED, RangeStatus
 from cdc_backfill.signals.validate import CollectionPlan
 from cdc_backfill.snapshot.chunks import count_chunks, land_chunk, read_events, write_watermark
 from cdc_backfill.snapshot.progress import HEARTBEAT_SECONDS, RangeProgress

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.signals.marks import ENDED_SUFFIX, ended_data
 from cdc_backfill.signals.model import EXECUTE, PAUSE, RESUME, SNAPSHOT_ENDED, STOP, Signal, SignalError
-from cdc_backfill.signals.states import ACTIVE, FINISHED, RangeStatus, SignalStatus, signal_rollup
+from cdc_backfill.signals.statuses import ACTIVE, FINISHED, RangeStatus, SignalStatus, signal_rollup
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import CollectionPlan, validate
 from cdc_backfill.snapshot.progress import ProgressStore

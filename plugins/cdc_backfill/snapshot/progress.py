@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.signals.states import UNFINISHED, RangeStatus
+from cdc_backfill.signals.statuses import UNFINISHED, RangeStatus
 from cdc_backfill.signals.tables import PROGRESS_TABLE, utc_now
 
 __all__ = ["PROGRESS_TABLE"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_backfill.pg.copybinary import binary_rows
 from cdc_backfill.signals.marks import window_data
 from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Signal, close_id, open_id
-from cdc_backfill.signals.states import RangeStatus
+from cdc_backfill.signals.statuses import RangeStatus
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.signals.validate import CollectionPlan
 from cdc_backfill.snapshot.chunks import chunk_end, copy_rows, land_chunk, read_events, write_watermark

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 
-from cdc_backfill.signals.states import UNFINISHED, RangeStatus, rollup
+from cdc_backfill.signals.statuses import UNFINISHED, RangeStatus, rollup
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.snapshot.progress import STALE_SECONDS, RangeProgress
 

@@ -14,7 +14,7 @@ from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import CdcSourceHook, SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.signals.states import ACTIVE, RangeStatus
+from cdc_backfill.signals.statuses import ACTIVE, RangeStatus
 from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 
 

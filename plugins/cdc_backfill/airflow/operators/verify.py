@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import CdcOperator, prepare_runtime
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.signals.states import RangeStatus
+from cdc_backfill.signals.statuses import RangeStatus
 
 
 class CdcVerifyOperator(CdcOperator):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from cdc_backfill.signals.states import FINISHED, UNFINISHED, RangeStatus, SignalStatus, rollup, signal_rollup
+from cdc_backfill.signals.statuses import (
+    FINISHED,
+    UNFINISHED,
+    RangeStatus,
+    SignalStatus,
+    rollup,
+    signal_rollup,
+)
 
 
 def test_statuses_are_the_strings_the_tables_hold() -> None:

@@ -1,4 +1,4 @@
-"""The snapshot state machine, in one place (pure): an execute signal's statuses, its ranges' statuses,
+"""The snapshot's statuses, in one place (pure): an execute signal's statuses, its ranges' statuses,
 how each moves, and how a collection's and a signal's status roll up from their ranges'. The engine, the
 signal store, the CLI, Airflow and the progress page all read it from here.
 
