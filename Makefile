@@ -25,7 +25,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 venv: $(STAMP)
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/pg/_speedups.c \
-	  plugins/cdc_backfill/pg/_copybinary.c plugins/cdc_backfill/pg/_copyout.c plugins/cdc_backfill/ingest/_plainjson.c
+	  plugins/cdc_backfill/ingest/_plainjson.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@# uv installs the same pins as pip in about half the time (a fresh venv with empty caches: 79 s
 	@# against 120 s in all here); pip does when uv cannot be had or cannot install them (uv reads no

@@ -1,7 +1,7 @@
 """Arrow columns built from buffers: no Python object per value on the way, and no ``pa.array(list)``,
-whose first call imports pandas (0.6 s at the start of every capture). The C readers (``pg._copybinary``,
-``ingest._plainjson``) hand their columns over as such buffers; the capture's rolls and the snapshot's
-chunks build their constant columns here.
+whose first call imports pandas (0.6 s at the start of every capture). The C reader ``ingest._plainjson``
+hands its columns over as such buffers; the capture's rolls and the snapshot's chunks build their
+constant columns here.
 """
 
 from __future__ import annotations

@@ -15,18 +15,6 @@ from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.workload import Writers
 
 
-def require_copy_reader() -> None:
-    """The C reader of COPY's binary format must be built (fails under CI=true, skips elsewhere)."""
-    from cdc_backfill.pg.copybinary import reader_built
-
-    if not reader_built():
-        from tests.conftest import unavailable
-
-        unavailable(
-            "the C reader of COPY's binary format", "not built: make venv builds it where a C compiler is"
-        )
-
-
 def plain_url(url: str) -> str:
     """A test server's URL as people write it: ``postgresql://`` with no driver named."""
     return "postgresql://" + url.split("://", 1)[1]

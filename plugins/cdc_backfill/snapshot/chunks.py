@@ -12,9 +12,7 @@ from cdc_backfill.arrowbuf import repeated_string
 from cdc_backfill.files import write_parquet
 from cdc_backfill.lakepath import LakePath, lake_path, parquet_schema
 from cdc_backfill.landing.layout import SNAPSHOT_DIR, snapshot_dir
-from cdc_backfill.pg.copybinary import BinaryRows, binary_table, last_key
-from cdc_backfill.pg.copyout import copy_out
-from cdc_backfill.pg.csvtext import last_fields, text_table
+from cdc_backfill.pg.arrowrows import read_rows
 from cdc_backfill.snapshot.shape import META_COLUMNS, SIGNAL_META, TableShape
 from cdc_backfill.snapshot.sql import ChunkTable
 
@@ -26,24 +24,25 @@ def write_watermark(conn: Any, signal_sql: str, row_id: str, kind: str, data: st
     conn.commit()
 
 
-def copy_rows(conn: Any, sql: str, params: dict[str, Any], binary: bool = False) -> tuple[bytes, int]:
-    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params``) through ``COPY``, as CSV or
-    in its ``binary`` format, and how many (``COPY``'s own count); commits, because the high watermark
-    must commit after the read's transaction ended."""
+def read_chunk(
+    conn: Any, adbc_conn: Any, sql: str, params: dict[str, Any], shape: TableShape, key_names: list[str]
+) -> pa.Table:
+    """The chunk's rows (``sql``, compiled for PostgreSQL, with ``params`` inlined by the watermarks'
+    connection ``conn``) read on ``adbc_conn`` as a transaction of its own: it ends before the high
+    watermark is written. Columns: the table's, then ``key_names``, the key's text."""
     with conn.cursor() as cur:
         query = cur.mogrify(sql, params).decode()
-    data, rows = copy_out(conn, f"COPY ({query}) TO STDOUT WITH (FORMAT {'binary' if binary else 'csv'})")
-    conn.commit()
-    return data, rows
+    return read_rows(adbc_conn, query, shape.columns, key_names)
 
 
-def chunk_end(data: bytes, rows: int, ct: ChunkTable, binary: BinaryRows | None = None) -> list[str] | None:
-    """The last key of a chunk of ``rows`` rows (its CSV ``data``, or read by ``binary``) as text: all a
-    reader needs before its next chunk, so the conversion to Arrow (``read_events``) can run on the
-    lander meanwhile."""
-    if not rows:
+def chunk_end(rows: pa.Table, ct: ChunkTable, appended: bool) -> list[str | None] | None:
+    """The last row's key as text (None for NULL), the next chunk's start: the key's appended text
+    columns, else its values as they are; None when the chunk is empty."""
+    if not rows.num_rows:
         return None
-    return last_key(data, binary) if binary is not None else last_fields(data, len(ct.key))  # type: ignore[return-value]
+    names = key_columns(ct) if appended else list(ct.key)
+    last = rows.slice(rows.num_rows - 1).select(names).to_pylist()[0]
+    return [None if last[n] is None else str(last[n]) for n in names]
 
 
 def key_columns(ct: ChunkTable) -> list[str]:
@@ -52,28 +51,20 @@ def key_columns(ct: ChunkTable) -> list[str]:
 
 
 def read_events(
-    data: bytes,
-    shape: TableShape,
-    ct: ChunkTable,
-    chunk_id: str,
-    signal: str | None = None,
-    binary: BinaryRows | None = None,
+    rows: pa.Table | None, shape: TableShape, chunk_id: str, signal: str | None = None
 ) -> pa.Table:
-    """A chunk's rows (CSV, or COPY's binary format read by ``binary``) as READ events in the collection's
-    Arrow schema (the key's text columns the query appends for the next chunk's start, ``chunk_end``,
-    left out)."""
-    key_names = key_columns(ct) if binary is None or binary.appended else []
-    if binary is not None and data:
-        table = binary_table(data, shape.columns, binary, key_names)
-    else:
-        table = text_table(data, shape.columns, key_names)
-    table = table.drop_columns(key_names)
+    """A chunk's rows (None: no row) as READ events in the collection's Arrow schema (the key's text
+    columns a query appended for the next chunk's start, ``chunk_end``, left out)."""
+    schema = shape.arrow_schema(signal)
+    if rows is None:
+        return schema.empty_table()
+    table = rows.select([c.name for c in shape.columns])
     n = table.num_rows
     # Constant columns from buffers: built from Python lists they took a third of the conversion's time,
     # and pa.scalar, like pa.array, imports pandas on its first call (0.23 s of a snapshot's first chunk).
     for name, value in zip(META_COLUMNS, ("r", shape.collection, chunk_id), strict=True):
         table = table.append_column(name, repeated_string(value, n))
-    return table.cast(shape.arrow_schema(signal))
+    return table.cast(schema)
 
 
 def land_chunk(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import psycopg2
 import sqlalchemy as sa
 
+from cdc_backfill.pg.arrowrows import rows_connection
 from cdc_backfill.pg.connect import libpq_dsn
 from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data, window_data
 from cdc_backfill.signals.model import (
@@ -105,9 +106,12 @@ class CollectionRun:
     ) -> None:
         """One reader thread: a connection of its own (its watermarks commit apart from other readers'),
         ranges off the shared queue until none is left or another reader failed."""
-        conn = psycopg2.connect(libpq_dsn(self.snapshot.url, replication=True))
+        dsn = libpq_dsn(self.snapshot.url, replication=True)
+        conn = psycopg2.connect(dsn)
+        adbc_conn = None
         try:
-            reader = RangeReader(self.snapshot, self.sig, self.plan, shape, conn)
+            adbc_conn = rows_connection(dsn)
+            reader = RangeReader(self.snapshot, self.sig, self.plan, shape, conn, adbc_conn)
             try:
                 while True:
                     with lock:
@@ -120,6 +124,8 @@ class CollectionRun:
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
         finally:
+            if adbc_conn is not None:
+                adbc_conn.close()
             conn.close()
 
     # ------------------------------------------------------------ start, empty and done
@@ -159,7 +165,7 @@ class CollectionRun:
             write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
         finally:
             conn.close()
-        table = read_events(b"", shape, shape.chunk_table(), chunk_id, self.sig.id)
+        table = read_events(None, shape, chunk_id, self.sig.id)
         land_chunk(snapshot.landing, shape, chunk_id, table, snapshot.chunk_compression)
         log.info("%s: empty: an empty chunk landed", shape.collection)
 

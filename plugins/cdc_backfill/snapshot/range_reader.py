@@ -11,13 +11,21 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from cdc_backfill.pg.copybinary import binary_rows
+import pyarrow as pa
+
 from cdc_backfill.signals.marks import window_data
 from cdc_backfill.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Signal, close_id, open_id
 from cdc_backfill.signals.statuses import RangeStatus
 from cdc_backfill.signals.tables import utc_now
 from cdc_backfill.signals.validate import CollectionPlan
-from cdc_backfill.snapshot.chunks import chunk_end, copy_rows, land_chunk, read_events, write_watermark
+from cdc_backfill.snapshot.chunks import (
+    chunk_end,
+    key_columns,
+    land_chunk,
+    read_chunk,
+    read_events,
+    write_watermark,
+)
 from cdc_backfill.snapshot.faults import crash_point
 from cdc_backfill.snapshot.progress import NULL_RANGE, RangeProgress
 from cdc_backfill.snapshot.shape import TableShape
@@ -90,18 +98,24 @@ class RangeReader:
     (a range's last chunk lands while the next range's first is read); ``close`` waits for the last."""
 
     def __init__(
-        self, snapshot: SnapshotEngine, sig: Signal, plan: CollectionPlan, shape: TableShape, conn: Any
+        self,
+        snapshot: SnapshotEngine,
+        sig: Signal,
+        plan: CollectionPlan,
+        shape: TableShape,
+        conn: Any,
+        adbc_conn: Any,
     ) -> None:
         self.snapshot = snapshot
         self.sig = sig
         self.plan = plan
         self.shape = shape
         self.ct = shape.chunk_table()
-        self.conn = conn
+        self.conn = conn  # the watermarks'
+        self.adbc_conn = adbc_conn  # the chunks' reads
         self.size = plan.chunk_size  # rows the next chunk asks for: grows when the plan is adaptive
-        # COPY's binary format where every column has one the engine reads (else CSV): the server
-        # formats no value as text, which was most of its side of a chunk's COPY
-        self.binary = binary_rows(shape.columns, self.ct.key) if snapshot.dialect == "postgresql" else None
+        # the key's text appended to each row only where its lake values do not give it plainly
+        self.key_text = not shape.plain_key()
         self._lander = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lander")
         self._landing: Future[None] | None = None
 
@@ -116,15 +130,15 @@ class RangeReader:
         rows = rng.rows_read
         while self.snapshot.keeps_reading(self.sig.id, self.plan.collection):
             size = self.size
-            chunk_id, data, n, last, seconds = self._chunk(after, rng, chunks + 1)
+            chunk_id, chunk_rows, n, last, seconds = self._chunk(after, rng, chunks + 1)
             chunks += 1
             rows += n
             done = rng.range_no == NULL_RANGE or n < size or last is None
             if self.plan.adaptive:
-                self.size = next_chunk_size(size, self.plan.chunk_size, n, len(data), seconds)
+                self.size = next_chunk_size(size, self.plan.chunk_size, n, chunk_rows.nbytes, seconds)
             self._wait_landed()  # the previous chunk has landed and its progress is recorded
             self._landing = self._lander.submit(
-                self._land_and_record, chunk_id, data, rng, chunks, last if last is not None else after, rows, done
+                self._land_and_record, chunk_id, chunk_rows, rng, chunks, last if last is not None else after, rows, done
             )  # fmt: skip
             if done:
                 return
@@ -145,10 +159,10 @@ class RangeReader:
 
     def _chunk(
         self, after: list[str] | None, rng: RangeProgress, chunk_no: int
-    ) -> tuple[str, bytes, int, list[str] | None, float]:
-        """Read one chunk between its watermarks; returns (chunk id, its rows as CSV, how many, last key
-        as text, seconds its window was open). Converting the rows is left to the lander: the reader's
-        pace is the snapshot's."""
+    ) -> tuple[str, pa.Table, int, list[str | None] | None, float]:
+        """Read one chunk between its watermarks; returns (chunk id, its rows, how many, last key as text,
+        seconds its window was open). Landing the rows is left to the lander: the reader's pace is the
+        snapshot's."""
         snapshot, shape, conn = self.snapshot, self.shape, self.conn
         chunk_id = uuid.uuid4().hex
         where = "null keys" if rng.range_no == NULL_RANGE else f"range {rng.range_no}"
@@ -161,34 +175,33 @@ class RangeReader:
         if snapshot.window_hook is not None:
             snapshot.window_hook(shape, after)
 
-        # the key's text appended to each row only where its binary values do not give it plainly
-        key_text = self.binary is None or self.binary.appended > 0
-        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size, key_text)
-        # ends the read's transaction
-        data_rows, n = copy_rows(conn, sql, params, binary=self.binary is not None)
+        sql, params = chunk_query(self.ct, snapshot.dialect, self.plan, rng, after, self.size, self.key_text)
+        key_names = key_columns(self.ct) if self.key_text else []
+        rows = read_chunk(conn, self.adbc_conn, sql, params, shape, key_names)  # its own transaction
+        n = rows.num_rows
         crash_point("during-read", chunk_no)
 
         write_watermark(conn, snapshot.signal_sql, close_id(chunk_id), WINDOW_CLOSE, data)
         seconds = time.monotonic() - opened
         log.info("%s: high watermark written", tag)
         crash_point("after-close", chunk_no)
-        last = chunk_end(data_rows, n, self.ct, self.binary)
-        return chunk_id, data_rows, n, last, seconds
+        last = chunk_end(rows, self.ct, self.key_text)
+        return chunk_id, rows, n, last, seconds
 
     def _land_and_record(
         self,
         chunk_id: str,
-        data: bytes,
+        chunk_rows: pa.Table,
         rng: RangeProgress,
         chunk_no: int,
-        last_key: list[str] | None,
+        last_key: list[str | None] | None,
         rows: int,
         done: bool,
     ) -> None:
-        """Steps 4 and 5: the chunk's rows (``data``, CSV or binary) as READ events in a chunk file, then its
+        """Steps 4 and 5: the chunk's rows (``chunk_rows``) as READ events in a chunk file, then its
         progress (``chunk_no`` chunks of the range done, ``rows`` rows read); a range a stop ended
         meanwhile keeps its status."""
-        table = read_events(data, self.shape, self.ct, chunk_id, self.sig.id, self.binary)
+        table = read_events(chunk_rows, self.shape, chunk_id, self.sig.id)
         land_chunk(self.snapshot.landing, self.shape, chunk_id, table, self.snapshot.chunk_compression)
         log.info(
             "%s range %s chunk %s: %s rows landed",

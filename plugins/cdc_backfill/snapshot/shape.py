@@ -10,6 +10,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from cdc_backfill.names import split_collection
+from cdc_backfill.pg.arrowrows import plain_key, text_columns
 from cdc_backfill.pg.catalog import primary_key, table_columns, unique_keys
 from cdc_backfill.pgtypes import PgColumn, arrow_type
 from cdc_backfill.signals.validate import CollectionPlan
@@ -44,7 +45,14 @@ class TableShape:
             self.chunk_key,
             tuple(by_name[k].type for k in self.chunk_key),
             nullable_key=nullable,
+            text_columns=text_columns(self.columns),
         )
+
+    def plain_key(self) -> bool:
+        """Whether the chunk key's lake values give the next chunk's start as they are (else each chunk's
+        query appends the key's text)."""
+        by_name = {c.name: c for c in self.columns}
+        return all(plain_key(by_name[k]) for k in self.chunk_key)
 
     def arrow_schema(self, signal: str | None = None) -> pa.Schema:
         fields = [pa.field(c.name, arrow_type(c)) for c in self.columns]

@@ -51,6 +51,7 @@ class ChunkTable:
     nullable_key: bool = (
         False  # a single nullable chunk column (a surrogate key): NULLs get a chunk of their own
     )
+    text_columns: tuple[str, ...] = ()  # columns selected as the server's text
 
     def table(self) -> sa.Table:
         md = sa.MetaData(schema=self.schema)
@@ -115,7 +116,9 @@ def chunk_select(
     """
     tab = t.table()
     key_cols = [tab.c[k] for k in t.key]
-    cols: list[sa.ColumnElement] = [tab.c[c] for c in t.columns]  # type: ignore[type-arg]
+    cols: list[sa.ColumnElement] = [  # type: ignore[type-arg]
+        _as_text(tab.c[c], dialect).label(c) if c in t.text_columns else tab.c[c] for c in t.columns
+    ]
     if key_text:
         cols += [_as_text(c, dialect).label(f"_cdc_k{i}") for i, c in enumerate(key_cols)]
     stmt = sa.select(*cols)
