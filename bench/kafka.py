@@ -26,7 +26,7 @@ from cdc_backfill.ingest.spark.kafka import capture_kafka
 from cdc_backfill.kafka.local import LocalKafka
 from cdc_backfill.kafka.topics import Broker
 from cdc_backfill.spark.packages import kafka_source
-from cdc_backfill.spark.session import build_session, stop_session
+from cdc_backfill.spark.session import build_session
 
 MASTER = "local[2]"
 TYPES = {"public.t": {"key": ["id"], "columns": {"id": "bigint", "name": "text", "balance": "numeric(12,2)",
@@ -108,7 +108,7 @@ def main() -> None:
             rows.append({"measure": f"capture kafka, {partitions} partition(s)", "items": args.records,
                          "seconds": c, "rate": args.records / c,
                          "reference": f"{b / c:.2f}x the bare read's rate"})  # fmt: skip
-        stop_session(spark)
+        spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     report("kafka", rows, {"records": args.records, "master": MASTER, "repeat": args.repeat})
 

@@ -23,7 +23,7 @@ from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.stream import InputError
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
-from cdc_backfill.spark.session import build_session, stop_session
+from cdc_backfill.spark.session import build_session
 
 log = logging.getLogger("cdc_backfill.capture.kafka")
 
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         return 2
     finally:
-        stop_session(spark)
+        spark.stop()
     print(json.dumps(total))
     return 0
 

@@ -22,7 +22,7 @@ from cdc_backfill.landing.stream import InputError
 from cdc_backfill.logs import setup_logging
 from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
-from cdc_backfill.spark.session import build_session, stop_session
+from cdc_backfill.spark.session import build_session
 from cdc_backfill.state.table import StateError
 
 log = logging.getLogger("cdc_backfill.reconcile")
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         return 1
     finally:
-        stop_session(spark)
+        spark.stop()
     print(json.dumps(summary))
     return 0
 

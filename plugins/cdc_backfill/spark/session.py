@@ -71,13 +71,17 @@ def session_conf(master: str | None, extra: dict[str, str] | None = None) -> dic
 
 def _submitted_master() -> str | None:
     """The ``--master`` of the spark-submit that started this process, if one did (its gateway is up
-    then): a job's own default must not override it."""
+    then): a job's own default must not override it. Read from the JVM's properties, over a gateway
+    connection of its own: the context is made later, with the session's settings."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return None
-    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
 
-    SparkContext._ensure_initialized()  # attaches to spark-submit's JVM, whose properties hold --master
-    return SparkConf().get("spark.master", None)
+    gateway = launch_gateway()  # spark-submit's JVM: its port is in the environment
+    try:
+        return gateway.jvm.java.lang.System.getProperty("spark.master")
+    finally:
+        gateway.close()
 
 
 def build_session(
@@ -105,20 +109,26 @@ def build_session(
     return spark
 
 
+# whether this module started the driver's JVM in this process: a session stopped earlier leaves it up,
+# and PySpark keeps using it
+_jvm_started = threading.Event()
+
+
 def _launch_gateway(settings: dict[str, str]) -> None:
     """Start the driver's JVM as pyspark would, but with its stderr relayed line by line without the
-    JVM's own noise (``log4j.is_jvm_noise``). Not when a JVM is up already (a session stopped earlier in
-    this process, or spark-submit's)."""
+    JVM's own noise (``log4j.is_jvm_noise``), and make the context on it. Not when a JVM is up already
+    (a session stopped earlier in this process, or spark-submit's)."""
     import subprocess
     import sys
 
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if _jvm_started.is_set() or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    _jvm_started.set()
     stream = gateway.proc.stderr
 
     def relay() -> None:
@@ -132,19 +142,4 @@ def _launch_gateway(settings: dict[str, str]) -> None:
                     pass
 
     threading.Thread(target=relay, name="spark-jvm-stderr", daemon=True).start()
-    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
-
-
-def stop_session(spark: SparkSession) -> None:
-    """Stop the session without waiting on PySpark's accumulator server. Once a job has run Python
-    workers, the JVM keeps a connection to that server, whose handler looks for a shutdown once a second:
-    ``SparkContext.stop`` then waits up to a second for it after the JVM's side has stopped (0.65 s of a
-    small reconcile's process). Here the server is shut down on a daemon thread: a process that ends
-    right after does not wait for it, a process that goes on has it closed within the second."""
-    sc = spark.sparkContext
-    server = getattr(sc, "_accumulatorServer", None)
-    if server is not None:
-        sc._accumulatorServer = None  # SparkContext.stop leaves it to us
-    spark.stop()
-    if server is not None:
-        threading.Thread(target=server.shutdown, name="accumulator-server-stop", daemon=True).start()
+    SparkContext(conf=conf, gateway=gateway)  # the builder's getOrCreate takes it
