@@ -5,7 +5,6 @@ one Spark job over them counts."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -16,14 +15,24 @@ from cdc_backfill.reconcile.runs import RunInput
 from cdc_backfill.reconcile.spark.merge import ROW_OPS, after_position, newer_than
 
 
-def after_state(
-    run: RunInput, rows: DataFrame, carried: DataFrame | None, late_rows: DataFrame | None = None
-) -> DataFrame:
-    """Log rows (or signal rows) after the state's position, with those the previous run carried (and
-    ``late_rows``)."""
+def after_state(run: RunInput, rows: DataFrame, carried: DataFrame | None) -> DataFrame:
+    """Log rows (or signal rows) after the state's position, with those the previous run carried."""
     new = after_position(rows, run.meta.position)
-    more = [f for f in (carried, late_rows) if f is not None]
-    return reduce(DataFrame.unionByName, more, new)
+    return new if carried is None else new.unionByName(carried)
+
+
+def unseen(
+    run: RunInput, rows: DataFrame, carried: DataFrame | None, fresh: tuple[DataFrame, DataFrame] | None
+) -> DataFrame:
+    """The collection's log rows the state has not seen: after its position, the late ones (``late``)
+    and those the previous run carried. Where the state read none of ``rows``' manifests and their
+    events arrive in any order, that is every row: read once, not as the rows after the position and
+    the rows before it."""
+    if run.meta.position is not None and run.any_order and fresh is None:
+        return rows if carried is None else rows.unionByName(carried)
+    new = after_state(run, rows, carried)
+    late_rows = late(run, rows, fresh)
+    return new if late_rows is None else new.unionByName(late_rows)
 
 
 def late(run: RunInput, rows: DataFrame, fresh: tuple[DataFrame, DataFrame] | None) -> DataFrame | None:

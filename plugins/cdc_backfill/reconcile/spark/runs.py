@@ -34,7 +34,7 @@ from cdc_backfill.reconcile.spark.merge import (
     unknown_columns,
     window_frame,
 )
-from cdc_backfill.reconcile.spark.new_rows import after_state, late, late_count, stream_totals
+from cdc_backfill.reconcile.spark.new_rows import after_state, late_count, stream_totals, unseen
 from cdc_backfill.reconcile.spark.phantoms import PHANTOM, phantom
 from cdc_backfill.reconcile.spark.removals import (
     after_truncate,
@@ -154,8 +154,7 @@ def reconcile_run(
     no ``totals``, windows to carry): a frame costs the driver its files' listing (25-30 ms at 1M events)."""
     spark = rows.sparkSession
     signals_frame = cache((lambda: signals) if isinstance(signals, DataFrame) else signals)
-    late_rows = late(run, rows, fresh)
-    new_rows = after_truncate(run, after_state(run, rows, frames.carry_rows, late_rows))
+    new_rows = after_truncate(run, unseen(run, rows, frames.carry_rows, fresh))
     new_signals = cache(lambda: after_state(run, signals_frame(), frames.carry_signals))
     if read_signals is None or totals is None:
         signals_frame()  # read below, maybe by both calls at once: built once, before them
