@@ -1,6 +1,6 @@
-"""Capture throughput: changes/s landed by ``capture postgres --drain``, as JSON lines and as the
-typed event log (``--format log``), next to the raw pgoutput receive rate of the same WAL in the same
-run (another slot, messages received and counted, nothing decoded or written).
+"""Capture throughput: changes/s landed by ``capture postgres --drain`` as the typed event log, next to
+the raw pgoutput receive rate of the same WAL in the same run (another slot, messages received and
+counted, nothing decoded or written).
 
     python -m bench.capture --changes 200000
 """
@@ -20,8 +20,7 @@ import sqlalchemy as sa
 
 from bench.common import report, timed
 from cdc_backfill.capture.postgres import DRAIN_PREFIX, PostgresCapture
-from cdc_backfill.capture.typed import TypedPostgresCapture
-from cdc_backfill.landing.layout import LOG_DIR, STREAM_DIR
+from cdc_backfill.landing.layout import LOG_DIR
 from cdc_backfill.pg.connect import libpq_dsn
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 
@@ -66,7 +65,6 @@ def main() -> None:
     args = ap.parse_args()
     half = args.changes // 2
     landing = Path(tempfile.mkdtemp(prefix="cdc-bench-capture-"))
-    typed_landing = Path(tempfile.mkdtemp(prefix="cdc-bench-capture-log-"))
     with EmbeddedPostgres(settings={"fsync": "off"}) as pg:
         engine = sa.create_engine(pg.url, isolation_level="AUTOCOMMIT")
         with engine.connect() as c:
@@ -75,10 +73,7 @@ def main() -> None:
                     "CREATE TABLE customers (id bigint PRIMARY KEY, name text, email text, balance numeric(12,2), updated_at timestamptz, active bool)"
                 )
             )
-        cap = PostgresCapture(pg.url, landing, roll_bytes=64 << 20)
-        cap.setup()
-        typed = TypedPostgresCapture(pg.url, typed_landing, slot="bench_typed", roll_bytes=64 << 20)
-        typed.setup()
+        PostgresCapture(pg.url, landing, roll_bytes=64 << 20).setup()
         with engine.connect() as c:
             c.execute(sa.text("SELECT pg_create_logical_replication_slot('bench_raw_1', 'pgoutput')"))
             c.execute(sa.text("SELECT pg_create_logical_replication_slot('bench_raw_2', 'pgoutput')"))
@@ -100,41 +95,22 @@ def main() -> None:
         # the faster of the two is the one compared with.
         t_raw1, n_raw = timed(lambda: raw_receive(pg.url, "bench_raw_1", "cdc_backfill"))
         t_cap, stats = timed(lambda: PostgresCapture(pg.url, landing, roll_bytes=64 << 20).run())
-        t_typed, typed_stats = timed(
-            lambda: TypedPostgresCapture(pg.url, typed_landing, slot="bench_typed", roll_bytes=64 << 20).run()
-        )
         t_raw2, n_raw2 = timed(lambda: raw_receive(pg.url, "bench_raw_2", "cdc_backfill"))
         assert n_raw == n_raw2
         t_raw = min(t_raw1, t_raw2)
-    size = sum(f.stat().st_size for f in (landing / STREAM_DIR).glob("*.jsonl"))
-    typed_size = sum(f.stat().st_size for f in (typed_landing / LOG_DIR).rglob("*.parquet"))
+    size = sum(f.stat().st_size for f in (landing / LOG_DIR).rglob("*.parquet"))
     shutil.rmtree(landing, ignore_errors=True)
-    shutil.rmtree(typed_landing, ignore_errors=True)
-    assert n_raw == args.changes == stats.events == typed_stats.events, (
-        n_raw,
-        stats.events,
-        typed_stats.events,
-    )
+    assert n_raw == args.changes == stats.events, (n_raw, stats.events)
     raw_rate = n_raw / t_raw
     rows = [
-        {"measure": "capture postgres --drain (parse, convert, land, fsync)", "items": stats.events, "seconds": t_cap,
+        {"measure": "capture postgres --drain (parse, type, land, fsync)", "items": stats.events, "seconds": t_cap,
          "rate": stats.events / t_cap, "reference": f"{(stats.events / t_cap) / raw_rate:.2f} of raw receive"},
-        {"measure": "capture postgres --drain --format log (typed Parquet)", "items": typed_stats.events,
-         "seconds": t_typed, "rate": typed_stats.events / t_typed,
-         "reference": f"{(typed_stats.events / t_typed) / raw_rate:.2f} of raw receive"},
         {"measure": "  reference: raw pgoutput receive, same WAL", "items": n_raw, "seconds": t_raw, "rate": n_raw / t_raw},
     ]  # fmt: skip
-    from cdc_backfill.pg.fastpath import ACCELERATED
-
-    report(
-        "capture",
-        rows,
-        {"changes": args.changes, "landed_megabytes": round(size / 1e6, 1),
-         "log_megabytes": round(typed_size / 1e6, 1), "raw_seconds": [t_raw1, t_raw2], "c_fastpath": ACCELERATED},
-    )  # fmt: skip
+    report("capture", rows, {"changes": args.changes, "log_megabytes": round(size / 1e6, 1),
+                             "raw_seconds": [t_raw1, t_raw2]})  # fmt: skip
     print(
-        f"(JSON: {size / 1e6:.0f} MB in {stats.files} file(s); log: {typed_size / 1e6:.0f} MB in "
-        f"{typed_stats.files} file(s); timings include connecting and the drain marker)"
+        f"(log: {size / 1e6:.0f} MB in {stats.files} file(s); timings include connecting and the drain marker)"
     )
 
 

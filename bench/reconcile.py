@@ -50,8 +50,7 @@ import psutil
 import pyarrow as pa
 
 from bench.common import report
-from cdc_backfill.capture.landing import LandingWriter
-from cdc_backfill.capture.lines import line_tail, row_line, source_prefix
+from bench.debezium_lines import StreamFiles, line_tail, row_line, source_prefix
 from cdc_backfill.landing.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
 from cdc_backfill.landing.store import describe
 from cdc_backfill.landing.writer import LogWriter
@@ -103,12 +102,11 @@ class Landing:
 
 
 class _Stream:
-    """Transactions landed twice: as JSON lines through the capture's own line builders
-    (``capture.postgres.row_line``) and LandingWriter, and as the typed log through the capture's
-    LogWriter, at the same positions (commit LSN, LSN)."""
+    """Transactions landed twice: as a sink's Debezium JSON lines (``bench.debezium_lines``) and as the
+    typed log through the capture's LogWriter, at the same positions (commit LSN, LSN)."""
 
     def __init__(self, landing: Landing, roll_bytes: int) -> None:
-        self.writer = LandingWriter(landing.json, roll_bytes=roll_bytes, roll_seconds=1e9)
+        self.writer = StreamFiles(landing.json, roll_bytes)
         self.log = LogWriter(landing.log, "bench", roll_events=500_000, roll_seconds=1e9)
         self.versions = {
             TABLE: describe(landing.log, COLLECTION, COLUMNS, ["id"]),
@@ -131,16 +129,19 @@ class _Stream:
             prefix = prefixes.get(table)
             if prefix is None:
                 prefix = prefixes[table] = source_prefix(
-                    version="cdc_backfill-bench", name="cdc_backfill", ts_ms=self.clock_ms, db="app",
-                    schema=SCHEMA, table=table, txid=self.txid, commit_lsn=commit,
-                )  # fmt: skip
+                    ts_ms=self.clock_ms,
+                    db="app",
+                    schema=SCHEMA,
+                    table=table,
+                    txid=self.txid,
+                    commit_lsn=commit,
+                )
             lsn = first + 64 * i
-            self.writer.write(row_line(key, before, after, prefix, lsn, op, tail), commit, lsn)
+            self.writer.write(row_line(key, before, after, prefix, lsn, op, tail))
             coll = SIGNAL if table == "cdc_signal" else COLLECTION
             self.log.write(coll, self.versions[table], op, (commit, lsn), values, self.clock_ms)
         self.lines += len(changes)
         self.lsn = commit + 64
-        self.writer.commit_done(commit + 32)
         self.log.commit_done(commit + 32)
         if self.writer.due:
             self.writer.roll()

@@ -2,19 +2,15 @@
 
 The demo's shape: two tables of ``--rows`` rows each (100k by default) in a throwaway PostgreSQL,
 captured from the start, snapshotted by the engine, a first reconcile; then ``--changes`` changes
-(updates, inserts, deletes over both tables), drained, and the second reconcile is timed. Each
-landing format the capture writes (``--format``: the typed log, JSON lines, or both, each with its
-own slot over the same changes) is reconciled by the real job through ``spark-submit``, as the
-Airflow task runs it; a JSON landing is first moved into the log by ``ingest``, in the same job as the
-Airflow task runs it (``--ingest``), and for the third reconcile also as a spark-submit of its own
-before the reconcile's, as typed by hand (the reconcile reads typed data only). The reference: a trivial ``spark-submit`` (session start, read one Parquet
-file, count).
+(updates, inserts, deletes over both tables), drained, and the second reconcile is timed: the real job
+through ``spark-submit``, as the Airflow task runs it. The reference: a trivial ``spark-submit``
+(session start, read one Parquet file, count).
 
 Beside each time, what the run wrote: the state's files it replaced and the bytes of the files it
 added, against the whole state (a run that changes few keys rewrites only the files that hold them).
 ``--few N`` adds a third reconcile of only N changes, the other shape of a small run.
 
-    python -m bench.small_run [--rows 100000] [--changes 1000] [--few 10] [--format both]
+    python -m bench.small_run [--rows 100000] [--changes 1000] [--few 10]
 """
 
 from __future__ import annotations
@@ -31,14 +27,13 @@ import sqlalchemy as sa
 
 from bench.common import report, timed
 from cdc_backfill.capture.postgres import PostgresCapture
-from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.pg.embedded import EmbeddedPostgres
-from cdc_backfill.reconcile.run_size import first_compiler_only, first_compiler_only_to_ingest
+from cdc_backfill.reconcile.run_size import first_compiler_only
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
-from cdc_backfill.spark.submit import ingest_command, reconcile_command, submit_environ
+from cdc_backfill.spark.submit import reconcile_command, submit_environ
 
 MASTER = "local[2]"
 TABLES = ("public.customers", "public.orders")
@@ -121,18 +116,12 @@ def _submit(cmd: list[str]) -> None:
         )
 
 
-def _reconcile(work: Path, f: str, apart: bool = False) -> None:
-    """The reconcile as the Airflow task runs it: one job, which ingests a JSON landing's new files
-    first; ``apart``: ``ingest`` as a job of its own before the reconcile, as typed by hand."""
-    landing, state = work / f, work / f"state-{f}"
-    # the product's choices of the driver's compiler (reconcile.run_size), as the task and the CLI make them
-    if f == "json" and apart:
-        _submit(
-            ingest_command(str(landing), master=MASTER, small=first_compiler_only_to_ingest(landing, None))
-        )
-    ingest = f == "json" and not apart
-    small = first_compiler_only(landing, state, TABLES, ingest=ingest)
-    _submit(reconcile_command(str(landing), str(state), master=MASTER, ingest=ingest, small=small))
+def _reconcile(work: Path) -> None:
+    """The reconcile as the Airflow task runs it."""
+    landing, state = work / "log", work / "state"
+    # the product's choice of the driver's compiler (reconcile.run_size), as the task and the CLI make it
+    small = first_compiler_only(landing, state, TABLES, ingest=False)
+    _submit(reconcile_command(str(landing), str(state), master=MASTER, small=small))
 
 
 def main() -> None:
@@ -140,67 +129,54 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000, help="rows per table (two tables)")
     ap.add_argument("--changes", type=int, default=1000)
     ap.add_argument("--few", type=int, default=10, help="changes of a third, smaller run (0: none)")
-    ap.add_argument("--format", choices=("log", "json", "both"), default="both")
     args = ap.parse_args()
     apply_defaults()  # as every entry point: Spark's home, this Python for its workers, spark-submit on PATH
-    formats = ("log", "json") if args.format == "both" else (args.format,)
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-small-"))
     out_rows = []
     with EmbeddedPostgres(settings={"fsync": "off"}) as pg:
         _load(pg.url, args.rows)
         store = SignalStore(pg.url)
         store.init()
-        captures = {
-            "log": lambda: TypedPostgresCapture(pg.url, work / "log", slot="bench_log", publication="bench"),
-            "json": lambda: PostgresCapture(pg.url, work / "json", slot="bench_json", publication="bench"),
-        }
-        for f in formats:
-            captures[f]().run()  # slot and publication: every change from here on is captured
+
+        def capture() -> None:
+            PostgresCapture(pg.url, work / "log", slot="bench_log", publication="bench").run()
+
+        capture()  # slot and publication: every change from here on is captured
         store.send(Signal("bench-small", "execute-snapshot", TABLES, "incremental", chunk_size=8192))
         SnapshotEngine(pg.url, work / "snapshots", readers=2).run()
-        for f in formats:
-            # both landings get the same READ chunks
-            shutil.copytree(work / "snapshots" / "snapshots", work / f / "snapshots")
+        shutil.copytree(work / "snapshots" / "snapshots", work / "log" / "snapshots")
         _change(pg.url, args.rows, args.changes, seed=1)
-        for f in formats:
-            captures[f]().run()
-            _reconcile(work, f)
+        capture()
+        _reconcile(work)
         _change(pg.url, args.rows, args.changes, seed=2)
-        for f in formats:
-            captures[f]().run()
+        capture()
         parquet = next((work / "snapshots" / "snapshots").rglob("*.parquet"))
         trivial_py = work / "trivial.py"
         trivial_py.write_text(TRIVIAL_JOB)
         trivial = ["spark-submit", "--master", MASTER, str(trivial_py), str(parquet)]
         t_trivial, _ = timed(lambda: _submit(trivial))
-        for f in formats:
-            state = work / f"state-{f}"
-            seconds, _ = timed(lambda: _reconcile(work, f))  # noqa: B023 - called at once
-            doc = json.loads(sorted((state / "_runs").glob("*.json"))[-1].read_text())
-            inside = doc["seconds"]
-            rows_now = sum(c["rows"] for c in doc["collections"].values())
-            if rows_now < 2 * args.rows * 0.9:
-                raise SystemExit(
-                    f"{f}: the state has {rows_now} rows, not about {2 * args.rows}: the bench is wrong"
-                )
-            out_rows.append({
-                "measure": f"second reconcile, {f} landing{' (ingest in the job)' if f == 'json' else ''}, {args.changes:,} changes",
-                "items": args.changes, "seconds": seconds, "rate": args.changes / seconds,
-                "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {inside} s inside the job; "
-                             f"{_written(state)}",
-            })  # fmt: skip
+        state = work / "state"
+        seconds, _ = timed(lambda: _reconcile(work))
+        doc = json.loads(sorted((state / "_runs").glob("*.json"))[-1].read_text())
+        inside = doc["seconds"]
+        rows_now = sum(c["rows"] for c in doc["collections"].values())
+        if rows_now < 2 * args.rows * 0.9:
+            raise SystemExit(f"the state has {rows_now} rows, not about {2 * args.rows}: the bench is wrong")
+        out_rows.append({
+            "measure": f"second reconcile, {args.changes:,} changes",
+            "items": args.changes, "seconds": seconds, "rate": args.changes / seconds,
+            "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {inside} s inside the job; "
+                         f"{_written(state)}",
+        })  # fmt: skip
         if args.few:
             _change(pg.url, args.rows, args.few, seed=3)
-            for f in formats:
-                captures[f]().run()
-                state = work / f"state-{f}"
-                seconds, _ = timed(lambda: _reconcile(work, f, apart=True))  # noqa: B023 - called at once
-                apart = " (ingest as a job of its own first)" if f == "json" else ""
-                out_rows.append({
-                    "measure": f"third reconcile, {f} landing{apart}, {args.few:,} changes",
-                    "items": args.few, "seconds": seconds, "rate": args.few / seconds,
-                    "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {_written(state)}",
-                })  # fmt: skip
+            capture()
+            seconds, _ = timed(lambda: _reconcile(work))
+            out_rows.append({
+                "measure": f"third reconcile, {args.few:,} changes",
+                "items": args.few, "seconds": seconds, "rate": args.few / seconds,
+                "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {_written(state)}",
+            })  # fmt: skip
         t_trivial2, _ = timed(lambda: _submit(trivial))
     out_rows.append({"measure": "  reference: trivial spark-submit (read 1 Parquet, count)", "items": 1,
                      "seconds": t_trivial, "rate": 1 / t_trivial,

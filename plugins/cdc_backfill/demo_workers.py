@@ -79,10 +79,10 @@ class Capturer(Background):
     join_seconds = 120.0
 
     def __init__(self, url: str, landing: Path) -> None:
-        from cdc_backfill.capture.typed import TypedPostgresCapture
+        from cdc_backfill.capture.postgres import PostgresCapture
 
         super().__init__()
-        self.capture = TypedPostgresCapture(url, landing)
+        self.capture = PostgresCapture(url, landing)
         self.drains = 0
 
     def drain(self) -> None:

@@ -12,9 +12,15 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_backfill.airflow.triggers import CdcWindowsClosedTrigger
-from cdc_backfill.landing.layout import stream_file_name as file_name
+from cdc_backfill.events.positions import position_key
+from cdc_backfill.landing.manifests import commit_roll
 
 pytestmark = pytest.mark.airflow
+
+
+def _landed(landing: Path, commit: int, lsn: int) -> None:
+    """A roll of the capture's log that completes (commit, lsn)."""
+    commit_roll(landing, position_key((commit, lsn)), {"files": [], "position": [commit, lsn], "events": 0})
 
 
 async def _first_event(trigger: CdcWindowsClosedTrigger, seconds: float = 30) -> object:
@@ -27,9 +33,7 @@ async def _first_event(trigger: CdcWindowsClosedTrigger, seconds: float = 30) ->
 
 
 def test_native_fires_once_a_commit_at_or_past_the_fence_has_landed(tmp_path: Path) -> None:
-    stream = tmp_path / "stream"
-    stream.mkdir()
-    (stream / file_name(10, 90, 95)).write_text("")
+    _landed(tmp_path, 90, 95)
     trigger = CdcWindowsClosedTrigger(
         engine="native", landing_dir=str(tmp_path), fence_lsn=100, poll_seconds=0.05
     )
@@ -37,7 +41,7 @@ def test_native_fires_once_a_commit_at_or_past_the_fence_has_landed(tmp_path: Pa
     assert classpath == "cdc_backfill.airflow.triggers.CdcWindowsClosedTrigger"
     assert "url" not in kwargs and kwargs["fence_lsn"] == 100  # ids and paths only: no password stored
 
-    timer = threading.Timer(0.3, lambda: (stream / file_name(96, 100, 100)).write_text(""))
+    timer = threading.Timer(0.3, lambda: _landed(tmp_path, 100, 100))
     timer.start()
     payload = asyncio.run(_first_event(CdcWindowsClosedTrigger(**kwargs)))
     timer.join()

@@ -13,8 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.capture.postgres import CRASH_ENV
-from cdc_backfill.capture.typed import TypedPostgresCapture
+from cdc_backfill.capture.postgres import CRASH_ENV, PostgresCapture
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.landing.manifests import landed_log_position
 from cdc_backfill.landing.store import log_files, read_schema
@@ -37,7 +36,7 @@ def test_every_change_kind_lands_typed_and_a_second_drain_lands_nothing_again(
 ) -> None:
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, n numeric(12,2), ts timestamp, b bytea, doc text)")
     landing = tmp_path / "landing"
-    TypedPostgresCapture(fresh_db, landing).run()  # publication and slot; nothing to land yet
+    PostgresCapture(fresh_db, landing).run()  # publication and slot; nothing to land yet
     big = "(SELECT string_agg(md5(i::text), '') FROM generate_series(1, 300) i)"
     sql(
         fresh_db,
@@ -48,7 +47,7 @@ def test_every_change_kind_lands_typed_and_a_second_drain_lands_nothing_again(
         "INSERT INTO t VALUES (3, NULL, NULL, '', '')",
         "TRUNCATE t",
     )
-    stats = TypedPostgresCapture(fresh_db, landing).run()
+    stats = PostgresCapture(fresh_db, landing).run()
     got = rows(landing, "public.t")
     assert [(r["_cdc_op"], r["id"]) for r in got] == [
         ("c", 1), ("u", 1), ("d", 1), ("c", 2), ("d", 2), ("c", 3), ("t", None)
@@ -62,7 +61,7 @@ def test_every_change_kind_lands_typed_and_a_second_drain_lands_nothing_again(
     schema = read_schema(landing, "public.t")
     assert schema is not None and schema.key == ("id",) and [v.version for v in schema.versions] == [1]
     assert landed_log_position(landing) == got[-1]["_cdc_position"]
-    again = TypedPostgresCapture(fresh_db, landing).run()
+    again = PostgresCapture(fresh_db, landing).run()
     assert again.events == 0 and len(rows(landing, "public.t")) == len(got) and stats.events >= len(got)
 
 
@@ -70,15 +69,15 @@ def test_killed_after_landing_before_confirming_lands_each_event_once(fresh_db: 
     """The slot sends again what was landed but not confirmed: the restart skips it by position."""
     sql(fresh_db, "CREATE TABLE k (id int PRIMARY KEY, v text)")
     landing = tmp_path / "landing"
-    TypedPostgresCapture(fresh_db, landing).run()
+    PostgresCapture(fresh_db, landing).run()
     sql(fresh_db, "INSERT INTO k SELECT i, 'v' || i FROM generate_series(1, 500) i", "UPDATE k SET v = 'w'")
-    code = f"from cdc_backfill.capture.typed import TypedPostgresCapture as C; C({fresh_db!r}, {str(landing)!r}).run()"
+    code = f"from cdc_backfill.capture.postgres import PostgresCapture as C; C({fresh_db!r}, {str(landing)!r}).run()"
     killed = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, CRASH_ENV: "after-rename"}, timeout=300
     )
     assert killed.returncode == -signal.SIGKILL
     assert len(rows(landing, "public.k")) == 1000  # landed, not confirmed
-    TypedPostgresCapture(fresh_db, landing).run()  # the server sends the same transactions again
+    PostgresCapture(fresh_db, landing).run()  # the server sends the same transactions again
     got = rows(landing, "public.k")
     assert len(got) == 1000 and len({r["_cdc_position"] for r in got}) == 1000  # type: ignore[misc]
 
@@ -92,7 +91,7 @@ def test_a_fence_alone_moves_the_landed_position_past_it(fresh_db: str, tmp_path
     from cdc_backfill.landing.stream import landed_position
 
     landing = tmp_path / "landing"
-    TypedPostgresCapture(fresh_db, landing).run()
+    PostgresCapture(fresh_db, landing).run()
     engine = sa.create_engine(fresh_db)
     with engine.begin() as conn:
         fence = pg_lsn(
@@ -100,7 +99,7 @@ def test_a_fence_alone_moves_the_landed_position_past_it(fresh_db: str, tmp_path
         )
     engine.dispose()
     assert landed_position(landing)[0] < fence
-    TypedPostgresCapture(fresh_db, landing).run()
+    PostgresCapture(fresh_db, landing).run()
     assert landed_position(landing)[0] >= fence
     assert log_files(landing, "public.t") == []
 
@@ -110,9 +109,9 @@ def test_the_cli_lands_the_log_when_asked(fresh_db: str, tmp_path: Path) -> None
 
     sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)")
     landing = tmp_path / "landing"
-    assert run_capture(fresh_db, landing, fmt="log").returncode == 0
+    assert run_capture(fresh_db, landing).returncode == 0
     sql(fresh_db, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
-    done = run_capture(fresh_db, landing, fmt="log")
+    done = run_capture(fresh_db, landing)
     assert done.returncode == 0, done.stderr
     assert [r["id"] for r in rows(landing, "public.t")] == [1, 2]
     assert not (landing / "stream").exists()

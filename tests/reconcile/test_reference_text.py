@@ -1,11 +1,14 @@
+"""The reference judge's reading of the server's text output (``tests.support.pgtext``): each type in the
+form Debezium's PostgreSQL connector writes it."""
+
 from __future__ import annotations
 
 import base64
 
 import pytest
 
-from cdc_backfill.pg import values
-from cdc_backfill.pg.values import converter_for, parse_array
+from tests.support import pgtext as values
+from tests.support.pgtext import converter_for, parse_array
 
 
 @pytest.mark.parametrize(

@@ -6,63 +6,45 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from cdc_backfill.events import parse_file
-from cdc_backfill.events.model import ChangeEvent
-from cdc_backfill.landing.layout import capture_stream_files
-
-
-def landed_events(landing: Path) -> list[ChangeEvent]:
-    """Every event in finished stream files, in file order, parsed by the canonical parser."""
-    events: list[ChangeEvent] = []
-    for f in capture_stream_files(landing):
-        result = parse_file(str(f))
-        assert result.quarantined == [], result.quarantined[:3]
-        events.extend(result.events)
-    return events
+from cdc_backfill.eventlog.schema import POSITION
+from cdc_backfill.lakepath import lake_path, read_parquet
+from cdc_backfill.landing.layout import LOG_DIR
+from cdc_backfill.landing.manifests import named_log_files
 
 
-def landed_creates(landing: Path, collection: str, fmt: str) -> list[dict]:  # type: ignore[type-arg]
-    """The rows of every create landed for the collection (JSON lines, or log files a manifest names)."""
-    if fmt == "json":
-        return [e.after for e in landed_events(landing) if e.collection == collection and e.op == "c"]  # type: ignore[misc]
-
-    from cdc_backfill.lakepath import lake_path, read_parquet
-    from cdc_backfill.landing.layout import LOG_DIR
-    from cdc_backfill.landing.manifests import named_log_files
-
+def landed_rows(landing: Path, collection: str | None = None) -> list[dict[str, Any]]:
+    """The rows of the log files a manifest names (of one collection, or of all, each with its
+    ``collection``), in position order."""
     rows = []
     for f in sorted(named_log_files(landing)):
-        if f.startswith(f"{collection}/"):
+        name = f.split("/", 1)[0]
+        if collection is None or name == collection:
             rows += [
-                r for r in read_parquet(lake_path(landing) / LOG_DIR / f).to_pylist() if r["_cdc_op"] == "c"
+                {**r, "collection": name} for r in read_parquet(lake_path(landing) / LOG_DIR / f).to_pylist()
             ]
-    return rows
+    return sorted(rows, key=lambda r: r[POSITION])
 
 
-def capture_cmd(url: str, landing: Path, *extra: str, fmt: str = "json") -> list[str]:
-    """``capture postgres`` as a user types it; ``fmt`` the landing format (``--format``)."""
+def landed_creates(landing: Path, collection: str) -> list[dict[str, Any]]:
+    """The rows of every create landed for the collection."""
+    return [r for r in landed_rows(landing, collection) if r["_cdc_op"] == "c"]
+
+
+def capture_cmd(url: str, landing: Path, *extra: str) -> list[str]:
+    """``capture postgres`` as a user types it."""
     return [
-        sys.executable,
-        "-m",
-        "cdc_backfill.cli",
-        "capture",
-        "postgres",
-        "--source",
-        url,
-        "--landing",
-        str(landing),
-        "--format",
-        fmt,
+        sys.executable, "-m", "cdc_backfill.cli", "capture", "postgres", "--source", url, "--landing", str(landing),
         *extra,
-    ]
+    ]  # fmt: skip
 
 
 def run_capture(
-    url: str, landing: Path, *extra: str, env: dict[str, str] | None = None, fmt: str = "json"
+    url: str, landing: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        capture_cmd(url, landing, "--drain", *extra, fmt=fmt),
+        capture_cmd(url, landing, "--drain", *extra),
         capture_output=True,
         text=True,
         timeout=300,

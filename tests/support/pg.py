@@ -8,7 +8,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.capture.postgres import PostgresCapture
-from cdc_backfill.capture.typed import TypedPostgresCapture
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
@@ -28,9 +27,9 @@ def sql(url: str, *statements: str) -> None:
     engine.dispose()
 
 
-def drain(url: str, landing: Path, format: str = "log") -> None:
-    """Land everything committed so far, as the typed log (the capture's default) or JSON lines."""
-    (TypedPostgresCapture if format == "log" else PostgresCapture)(url, landing).run()
+def drain(url: str, landing: Path) -> None:
+    """Land everything committed so far, as the capture does: the typed log."""
+    PostgresCapture(url, landing).run()
 
 
 def send(url: str, *collections: str, **kw: object) -> str:
@@ -88,19 +87,19 @@ class InWindow:
 
 
 def snapshot_under_writers(
-    url: str, landing: Path, collections: list[str], chunk_size: int, seed_value: int, format: str = "log"
+    url: str, landing: Path, collections: list[str], chunk_size: int, seed_value: int
 ) -> None:
     """The central case: the stream drained, then a snapshot of ``collections`` (2 readers; inside every
     window a change of the chunk's first order and a writer's change) while writers insert, update,
     delete and change keys; then drained again."""
-    drain(url, landing, format)
+    drain(url, landing)
     writers = Writers(url, seed_value=seed_value).start()
     try:
         send(url, *[c.replace(".", "\\.") for c in collections], chunk_size=chunk_size)
         SnapshotEngine(url, landing, readers=2, window_hook=InWindow(url, writers=writers)).run()
     finally:
         writers.stop()
-    drain(url, landing, format)
+    drain(url, landing)
 
 
 def writers_in_every_window(monkeypatch: Any, url: str, writers: Writers) -> None:

@@ -9,8 +9,8 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from cdc_backfill.pg.values import EPOCH, EPOCH_DATE, converter_for
 from cdc_backfill.pgtypes import PgColumn
+from tests.support.pgtext import EPOCH, EPOCH_DATE, converter_for
 
 
 def from_debezium(col: PgColumn, value: Any) -> Any:

@@ -265,10 +265,9 @@ class CdcSourceHook(SourceSignals, BaseHook):
         publication: str | None = None,
         collections: list[str] | None = None,
     ) -> Any:
-        from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT
-        from cdc_backfill.capture.typed import TypedPostgresCapture
+        from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT, PostgresCapture
 
-        return TypedPostgresCapture(
+        return PostgresCapture(
             self.require_source_url(),
             lake_path(landing),
             slot=slot or DEFAULT_SLOT,

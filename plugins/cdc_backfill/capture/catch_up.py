@@ -75,10 +75,10 @@ def published_patterns(url: str, publication: str) -> list[str]:
 def drain_landing(url: str, landing: Path, slot: str, signal_table: str | None = None) -> None:
     """A drain of ``slot`` into ``landing``'s typed log, as its capture runs it (the tables its
     publication holds)."""
-    from cdc_backfill.capture.typed import TypedPostgresCapture
+    from cdc_backfill.capture.postgres import PostgresCapture
 
     patterns = published_patterns(url, DEFAULT_PUBLICATION) or None
-    capture = TypedPostgresCapture(url, landing, slot=slot, collections=patterns, signal_table=signal_table)
+    capture = PostgresCapture(url, landing, slot=slot, collections=patterns, signal_table=signal_table)
     stats = capture.run()
     log.info("drained %s: %s events", landing, stats.events)
 

@@ -3,16 +3,13 @@
 The loop holds the replication connection: it sets up the publication and the slot, streams, decodes
 each pgoutput message once (a relation, a row change, a logical decoding message, a commit) and hands
 it to its sink (``capture.sinks``), rolls when the sink says a roll is due and confirms to the slot.
-The default path, ``TypedPostgresCapture`` (``capture.typed``), lands the typed event log: it is what
-``cdc-backfill capture postgres``, the Airflow hook and verify's catch-up run. ``PostgresCapture``
-itself lands JSON lines as Debezium's PostgreSQL connector writes them (``capture.landing``,
-``capture postgres --format json``). Either way an event's position is (commit LSN, LSN of the change),
-and the signal table is in the publication, so the snapshot engine's watermark rows land at their
-commit position among the other changes.
+Its sink lands the typed event log (``capture.typed``): this is what ``cdc-backfill capture postgres``,
+the Airflow hook and verify's catch-up run. An event's position is (commit LSN, LSN of the change), and
+the signal table is in the publication, so the snapshot engine's watermark rows land at their commit
+position among the other changes.
 
 Durability, the same for every sink: a roll makes the sink's files durable (the typed log: each
-collection's file, then the roll manifest naming them; JSON lines: the stream file, fsynced and
-renamed) before the slot is told (``flush_lsn``) that the transactions in them are safe; the slot then
+collection's file, then the roll manifest naming them) before the slot is told (``flush_lsn``) that the transactions in them are safe; the slot then
 never sends them again. Only the end LSN of a transaction wholly landed is told (the loop rolls between
 transactions; a roll inside one, the typed log's before a new schema version, tells nothing of it). A
 crash in between makes the server send them again: the loop skips every event at or before the
@@ -27,18 +24,15 @@ import signal
 import struct
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import psycopg2
 import psycopg2.extras
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
-from cdc_backfill.capture.landing import JsonLinesSink
-from cdc_backfill.capture.lines import lsn_text
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, DEFAULT_SLOT, CaptureError, SlotInUse
 from cdc_backfill.capture.sinks import (
     DELETE,
@@ -50,8 +44,9 @@ from cdc_backfill.capture.sinks import (
     SinkOptions,
     Txn,
 )
-from cdc_backfill.capture.source import ElementTypes, relation_schema, set_up_source
+from cdc_backfill.capture.source import relation_schema, set_up_source
 from cdc_backfill.capture.status import capture_status
+from cdc_backfill.capture.typed import TypedLogSink
 from cdc_backfill.config import source_engine
 from cdc_backfill.faults import crash_point
 from cdc_backfill.lakepath import lake_path
@@ -90,10 +85,7 @@ class CaptureStats:
 
 class PostgresCapture:
     """One capture run: set up publication and slot, stream, hand each decoded message to the sink,
-    roll, confirm. ``make_sink`` makes the sink: JSON lines here, the typed log in
-    ``TypedPostgresCapture``."""
-
-    make_sink: ClassVar[Callable[[SinkOptions], CaptureSink]] = JsonLinesSink
+    roll, confirm."""
 
     def __init__(
         self,
@@ -114,11 +106,9 @@ class PostgresCapture:
         self.signal_table = signal_table
         self.stats = CaptureStats()
         self.sa_engine = source_engine(url, isolation_level="AUTOCOMMIT")
-        self.db = make_url(url).database or ""
-        options = SinkOptions(
-            self.landing, slot, self.db, roll_bytes, roll_seconds, ElementTypes(self.sa_engine)
-        )
-        self.sink = self.make_sink(options)  # opened by run(), once setup() found the landing the slot's
+        self.sink: CaptureSink = TypedLogSink(
+            SinkOptions(self.landing, slot, roll_bytes, roll_seconds)
+        )  # opened by run(), once setup() found the landing the slot's
         self._relations: dict[int, Any] = {}  # relid -> the sink's SinkRelation
         self._stop = False
         self._skip_to = self.sink.landed()
@@ -286,15 +276,15 @@ class PostgresCapture:
             self.stats.events += self.sink.write(rel, st, lsn, TRUNCATE, None, None, False)
 
     def _message(self, m: pgoutput.Message, lsn: int, st: Txn) -> None:
-        """A logical decoding message (a fence, say): an event of the JSON lines, only a position to the
-        typed log."""
+        """A logical decoding message (a fence, say): only a position to the typed log, no event."""
         commit = st.commit_lsn if (m.transactional and st.in_txn) else m.lsn
-        events = 1 if self.sink.lands_messages else 0
-        if (commit, lsn) <= self._skip_to:
-            self.stats.skipped += events
-            return
-        self.sink.message(m, st, commit, lsn)
-        self.stats.events += events
+        if (commit, lsn) > self._skip_to:
+            self.sink.message(m, st, commit, lsn)
+
+
+def lsn_text(lsn: int) -> str:
+    """An LSN as PostgreSQL prints it (``16/B374D848``)."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
 def crash_at(step: str) -> None:

@@ -1,9 +1,8 @@
 """What the PostgreSQL capture's loop (``capture.postgres``) hands its sink, and what it asks of it.
 
-The loop decodes each pgoutput message once; a sink lands what it decoded: the typed event log
-(``capture.typed``, the default) or JSON lines (``capture.landing``). A sink encodes a relation's tuples
-its own way (a C encoder per format), so describing a relation returns the sink's
-:class:`SinkRelation`, whose ``encode`` (``encode_insert`` for an insert's tuple) the loop calls on
+The loop decodes each pgoutput message once; its sink lands what it decoded as the typed event log
+(``capture.typed``). The sink encodes a relation's tuples its own way (the C encoder ``tuple_csv``), so
+describing a relation returns the sink's :class:`SinkRelation`, whose ``encode`` (``encode_insert`` for an insert's tuple) the loop calls on
 each tuple; the loop reads only the last two items of what it returns (the key, to see a key change,
 and where the next tuple starts) and hands the rest back to the sink's ``write`` untouched: the hot
 path allocates nothing of its own and makes one call into the sink.
@@ -11,10 +10,9 @@ path allocates nothing of its own and makes one call into the sink.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from cdc_backfill.pg import pgoutput
 
@@ -37,10 +35,8 @@ class SinkOptions:
 
     landing: Path
     slot: str
-    db: str  # the source database's name (the JSON lines' source block)
     roll_bytes: int
     roll_seconds: float
-    element_of: Callable[[int], int | None]  # an array type's element type (the JSON encoders')
 
 
 @dataclass(frozen=True)
@@ -90,8 +86,6 @@ class SinkRelation(Protocol):
 
 class CaptureSink(Protocol):
     """Where the capture lands. ``open`` is called once the slot is the loop's; every write follows."""
-
-    lands_messages: ClassVar[bool]  # a logical decoding message is an event of its own
 
     def landed(self) -> tuple[int, ...]:
         """The landed position: the loop skips every event at or before it."""

@@ -26,7 +26,7 @@ from cdc_backfill.capture.publication import (
 from cdc_backfill.capture.sinks import RelationSchema
 from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
-from cdc_backfill.pg.catalog import array_element, primary_key_of, type_name
+from cdc_backfill.pg.catalog import primary_key_of, type_name
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.tables import PROGRESS_TABLE
 
@@ -74,17 +74,3 @@ def relation_schema(conn: sa.Connection, rel: pgoutput.Relation) -> RelationSche
     key = list(pk) or [c.name for c in rel.columns if c.is_key]
     key_idx = tuple(names.index(k) for k in key if k in names)
     return RelationSchema(rel, collection_name(rel.namespace, rel.name), types, key, key_idx)
-
-
-class ElementTypes:
-    """An array type's element type (None for any other type), each type asked of the catalog once."""
-
-    def __init__(self, sa_engine: sa.Engine) -> None:
-        self.sa_engine = sa_engine
-        self._known: dict[int, int | None] = {}
-
-    def __call__(self, type_oid: int) -> int | None:
-        if type_oid not in self._known:
-            with self.sa_engine.connect() as conn:
-                self._known[type_oid] = array_element(conn, type_oid)
-        return self._known[type_oid]

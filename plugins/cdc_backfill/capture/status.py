@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from cdc_backfill.capture.publication import DEFAULT_SLOT, CaptureError
 from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.landing.layout import capture_log_files, capture_stream_files
+from cdc_backfill.landing.layout import capture_log_files
 from cdc_backfill.landing.stream import landed_position
 
 
@@ -44,7 +44,7 @@ def capture_status(url: str, landing: Path | None, slot: str = DEFAULT_SLOT) -> 
         )
     if landing is not None:
         landing = lake_path(landing)
-        files = capture_stream_files(landing) + capture_log_files(landing)  # either, or both
+        files = capture_log_files(landing)
         newest = max(files, key=lambda f: f.stat().st_mtime, default=None)
         commit, lsn = landed_position(landing)
         out.update(

@@ -1,5 +1,5 @@
-"""The capture's typed event log sink (docs/design.md §5.0), its default landing, and
-``TypedPostgresCapture``: the replication loop (``capture.postgres``) landing through it.
+"""The capture's sink (docs/design.md §5.0): the replication loop (``capture.postgres``) lands the typed
+event log through it.
 
 Each relation message describes its collection's log schema (a new version when its columns
 changed), each change becomes a CSV row of its text values (``pg.tuplecsv``) typed at the roll
@@ -10,12 +10,11 @@ roll manifest with no file), which is what the Airflow sensor's fence needs.
 
 Durable as ``eventlog.writer`` lands: a roll writes every collection's file, then the roll manifest
 naming them and the position they complete; only a manifest makes files landed, and the landed
-position is the greatest a manifest names (JSON lines landed earlier by the slot count too).
+position is the greatest a manifest names.
 """
 
 from __future__ import annotations
 
-from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.capture.sinks import (
     DELETE,
     INSERT,
@@ -30,7 +29,6 @@ from cdc_backfill.capture.sinks import (
 from cdc_backfill.eventlog.schema import LogVersion
 from cdc_backfill.landing.manifests import landed_log_position
 from cdc_backfill.landing.store import describe
-from cdc_backfill.landing.stream import landed_position
 from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.tuplecsv import tuple_csv
@@ -61,8 +59,6 @@ class TypedLogSink(WriterSink):
     """The capture's typed event log sink (a ``capture.sinks.CaptureSink``): events buffered per
     collection by a ``LogWriter``, landed at each roll."""
 
-    lands_messages = False
-
     def __init__(self, options: SinkOptions) -> None:
         self.landing = options.landing
         self.origin = f"capture:{options.slot}"
@@ -71,9 +67,7 @@ class TypedLogSink(WriterSink):
         self._versions: dict[str, LogVersion] = {}  # each collection's current log schema version
 
     def landed(self) -> tuple[int, ...]:
-        # JSON lines landed earlier by this slot count too: a landing switched to the log goes on from
-        # where the JSON stopped, and the reconcile reads both
-        return max(landed_log_position(self.landing), landed_position(self.landing))
+        return landed_log_position(self.landing) or (0, 0)
 
     def open(self) -> None:
         # only once the slot is the loop's: a writer clears files no manifest names yet, which a
@@ -128,10 +122,3 @@ class TypedLogSink(WriterSink):
         # not an event: only the position it stands at, so that the landed position passes it (the
         # Airflow sensor's fence is such a message, in a transaction of its own)
         self.writer.advance((commit, lsn))
-
-
-class TypedPostgresCapture(PostgresCapture):
-    """The replication loop landing the typed event log: the capture's default path (``cdc-backfill
-    capture postgres``, the Airflow hook, verify's catch-up)."""
-
-    make_sink = TypedLogSink

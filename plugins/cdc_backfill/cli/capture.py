@@ -24,12 +24,10 @@ CAPTURE_EPILOG = """examples:
 
 def _cmd_postgres(args: argparse.Namespace) -> int:
     from cdc_backfill.capture.postgres import CaptureError, PostgresCapture
-    from cdc_backfill.capture.typed import TypedPostgresCapture
 
     collections = args.collections
     try:
-        kind = TypedPostgresCapture if args.format == "log" else PostgresCapture
-        cap = kind(
+        cap = PostgresCapture(
             require_source_url(args.source),
             lake_path(args.landing),
             slot=args.slot,
@@ -204,7 +202,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     kinds = cap.add_subparsers(dest="capture_command", metavar="ACTION", required=True)
     pg = kinds.add_parser(
         "postgres",
-        help="pgoutput logical replication to the typed event log (or Debezium-shaped JSON lines)",
+        help="pgoutput logical replication to the typed event log",
         epilog=CAPTURE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -227,13 +225,6 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         help="collections (schema.table regexes) to capture (default: every table with a key)",
     )
     pg.add_argument("--signal-table", metavar="SCHEMA.TABLE", help="the signal table (always captured)")
-    pg.add_argument(
-        "--format",
-        choices=("log", "json"),
-        default="log",
-        help="land the typed event log in log/ (default, docs/design.md 5.0) or JSON lines in stream/ (the earlier "
-        "format: `cdc-backfill ingest` moves them into the log before a reconcile)",
-    )
     pg.add_argument("--roll-mb", type=float, default=64, help="finish a file at this size (default 64)")
     pg.add_argument("--roll-seconds", type=float, default=30, help="or at this age (default 30)")
     mode = pg.add_mutually_exclusive_group(required=True)

@@ -2,10 +2,9 @@
 of them uses (pure).
 
 Landing zone: ``<landing>/log/<collection>/v0001/p<first>-<last>.parquet`` the typed event log and
-``<landing>/log/<collection>/_schema.json`` its schema document; ``<landing>/stream/cdc-<first commit>-<last commit>-<last lsn>.jsonl`` the capture's
-stream files (other tools' files keep their names); ``<landing>/snapshots/<collection>/<chunk>.parquet``
-the READ chunks; ``<landing>/_schemas/<collection>.json`` the capture's column types;
-``<landing>/_landing.json`` the landing's identity and the replication slots bound to it.
+``<landing>/log/<collection>/_schema.json`` its schema document; ``<landing>/stream/`` the JSON files
+of other tools (a sink's, ``capture debezium``'s batches) waiting for an ingest;
+``<landing>/snapshots/<collection>/<chunk>.parquet`` the READ chunks; ``<landing>/_landing.json`` the landing's identity and the replication slots bound to it.
 
 State: ``<state>/<collection>/`` is a Delta table (``cdc_backfill.state.table``): ``_delta_log/`` names
 the Parquet files of each version, which sit in a folder per run (``v000007-<token>/``);
@@ -25,7 +24,6 @@ LOG_DIR = "log"  # the typed event log: <landing>/log/<collection>/v0001/*.parqu
 LOG_SCHEMA = "_schema.json"
 ROLLS_DIR = "_rolls"
 SNAPSHOT_DIR = "snapshots"
-SCHEMA_DIR = "_schemas"
 STAGING_DIR = "_staging"  # <landing>/log/_staging/<run>/: what an ingest's Spark job writes before naming it
 QUARANTINE_DIR = "_quarantine"  # <landing>/_quarantine/ingest-<run>/: records an ingest could not read
 DEBEZIUM_DIR = "_debezium"
@@ -33,7 +31,6 @@ LANDING_META = "_landing.json"  # the landing's identity and the slots bound to 
 INGESTED_DIR = "_ingested"  # <landing>/_ingested/stream/: the landing's JSON files, once in the log
 
 STREAM_SUFFIXES = (".json", ".jsonl", ".ndjson")  # stream files of any capture
-_STREAM_FILE_RE = re.compile(r"^cdc-([0-9A-F]{16})-([0-9A-F]{16})-([0-9A-F]{16})\.jsonl$")
 
 CARRY_DIR = "_cdc_carry"
 CARRY_ROWS, CARRY_SIGNALS = "rows", "signals"  # its two parts: the collection's log rows, signal rows
@@ -47,24 +44,6 @@ def landing_meta_file(landing: LakePath) -> LakePath:
 
 def stream_dir(landing: LakePath) -> LakePath:
     return lake_path(landing) / STREAM_DIR
-
-
-def stream_file_name(first_commit: int, last_commit: int, last_lsn: int) -> str:
-    """A finished stream file of the capture, named by the positions it holds (16 hex digits each)."""
-    return f"cdc-{first_commit:016X}-{last_commit:016X}-{last_lsn:016X}.jsonl"
-
-
-def stream_file_position(name: str) -> tuple[int, int] | None:
-    """The (commit lsn, lsn) of the last event in a capture stream file; None for any other name."""
-    m = _STREAM_FILE_RE.match(name)
-    return (int(m.group(2), 16), int(m.group(3), 16)) if m else None
-
-
-def capture_stream_files(landing: LakePath) -> list[LakePath]:
-    """The capture's finished stream files, oldest first."""
-    folder = stream_dir(landing)
-    files = folder.glob("cdc-*.jsonl") if folder.is_dir() else []
-    return sorted(p for p in files if stream_file_position(p.name) is not None)
 
 
 def capture_log_files(landing: LakePath) -> list[LakePath]:
@@ -155,10 +134,6 @@ def debezium_dir(landing: LakePath) -> LakePath:
 
 def snapshot_dir(landing: Path, collection: str) -> LakePath:
     return lake_path(landing) / SNAPSHOT_DIR / collection
-
-
-def schema_file(landing: Path, collection: str) -> LakePath:
-    return lake_path(landing) / SCHEMA_DIR / f"{collection}.json"
 
 
 def runs_dir(state: LakePath) -> LakePath:

@@ -1,5 +1,5 @@
 """The landing's JSON stream files: those waiting in ``<landing>/stream/`` for an ingest (a sink's, a
-``capture debezium``'s, a JSON capture's), those an ingest has read, and how far the PostgreSQL
+``capture debezium``'s), those an ingest has read, and how far the PostgreSQL
 capture's stream files reach."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdc_backfill.lakepath import LakePath
-from cdc_backfill.landing.layout import STREAM_SUFFIXES, stream_dir, stream_file_position
+from cdc_backfill.landing.layout import STREAM_SUFFIXES, stream_dir
 from cdc_backfill.landing.manifests import landed_log_position, roll_manifests
 
 _CHUNK = 8 << 20  # bytes read at a time for a file's fingerprint
@@ -23,22 +23,25 @@ def stream_files(landing: Path) -> list[str]:
     return [p.relative_to(root).as_posix() for p in ingest_paths(landing, None)]
 
 
-def unmoved_json_reason(landing: Path) -> str | None:
+def unmoved_json_reason(landing: Path, signal_table: str | None = None) -> str | None:
     """Why the landing zone cannot be reconciled yet, if it holds JSON stream files: the reconcile
-    reads the typed log only, and ``ingest`` moves them into it (pure but for listing the folder)."""
+    reads the typed log only, and ``ingest`` moves them into it (pure but for listing the folder).
+    ``signal_table``: one the user named, which the printed ``ingest`` needs too."""
     files = stream_files(landing)
     if not files:
         return None
     return (
         f"{stream_dir(landing)}/ holds {len(files)} JSON stream file(s), which the reconcile does not read: "
-        f"move them into the typed log with `{ingest_hint(landing)}`, then reconcile again (or reconcile "
+        f"move them into the typed log with `{ingest_hint(landing, signal_table)}`, then reconcile again (or reconcile "
         "with --ingest: both in one job)"
     )
 
 
-def ingest_hint(landing: Path) -> str:
-    """The command that moves a landing zone's JSON stream files into its log, as the user runs it."""
-    return f"cdc-backfill ingest --landing {shlex.quote(str(landing))}"
+def ingest_hint(landing: Path, signal_table: str | None = None) -> str:
+    """The command that moves a landing zone's JSON stream files into its log, as the user runs it
+    (with the signal table the user named, if any)."""
+    named = f" --signal-table {shlex.quote(signal_table)}" if signal_table else ""
+    return f"cdc-backfill ingest --landing {shlex.quote(str(landing))}{named}"
 
 
 class InputError(ValueError):
@@ -137,14 +140,7 @@ def ingested_names(landing: Path) -> set[str]:
 
 
 def landed_position(folder: LakePath) -> tuple[int, int]:
-    """The greatest (commit lsn, lsn) landed: in finished stream files or a roll manifest of the typed
-    log; (0, 0) for an empty landing zone."""
+    """The greatest (commit lsn, lsn) the PostgreSQL capture landed (a roll manifest of the typed log);
+    (0, 0) for an empty landing zone."""
     logged = landed_log_position(folder)
-    best = (logged[0], logged[1]) if len(logged) >= 2 else (0, 0)
-    stream = stream_dir(folder)
-    if stream.is_dir():
-        for entry in stream.iterdir():
-            position = stream_file_position(entry.name)
-            if position is not None:
-                best = max(best, position)
-    return best
+    return (logged[0], logged[1]) if len(logged) >= 2 else (0, 0)

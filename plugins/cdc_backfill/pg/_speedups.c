@@ -1,21 +1,11 @@
 /*
- * The capture's hot path in C: one pgoutput TupleData (text format) to the JSON of the row and of its
- * key, in one pass. Optional: cdc_backfill.pg.fastpath falls back to the same logic in Python when
- * this module is not built, and the tests check that both give the same bytes.
- *
- * encode_tuple(buf, pos, kinds, callbacks, names, key_idx) -> (row_json, key_json, new_pos)
- *   kinds: bytes, one code per column (see KIND_* below)
- *   callbacks: tuple, per column a callable(bytes) -> bytes used for KIND_CALLBACK (else None)
- *   names: tuple of bytes, per column the JSON of its name followed by ':'
- *   key_idx: tuple of int, the key columns in key order
+ * The capture's hot path in C: one pgoutput TupleData (text format) to a CSV line of its text values
+ * (tuple_csv), and the position keys of a roll's events (position_keys). pg.tuplecsv and
+ * eventlog.buffers hold the Python reference each is tested against.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
-
-enum { KIND_RAW = 0, KIND_TEXT = 1, KIND_QUOTED = 2, KIND_BOOL = 3, KIND_FLOAT = 4, KIND_TSTZ = 5, KIND_CALLBACK = 6 };
-
-static const char UNAVAILABLE[] = "\"__debezium_unavailable_value\"";
 
 typedef struct {
     char *data;
@@ -40,153 +30,8 @@ static int buf_put(Buf *b, const char *s, Py_ssize_t n) {
     return 0;
 }
 
-static int put_json_string(Buf *b, const unsigned char *s, Py_ssize_t n) {
-    static const char hex[] = "0123456789abcdef";
-    if (buf_reserve(b, n * 6 + 2) < 0) return -1;
-    char *o = b->data + b->len;
-    *o++ = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c == '"' || c == '\\') { *o++ = '\\'; *o++ = (char)c; }
-        else if (c >= 0x20) { *o++ = (char)c; }
-        else if (c == '\n') { *o++ = '\\'; *o++ = 'n'; }
-        else if (c == '\t') { *o++ = '\\'; *o++ = 't'; }
-        else if (c == '\r') { *o++ = '\\'; *o++ = 'r'; }
-        else if (c == '\b') { *o++ = '\\'; *o++ = 'b'; }
-        else if (c == '\f') { *o++ = '\\'; *o++ = 'f'; }
-        else { *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0'; *o++ = hex[c >> 4]; *o++ = hex[c & 15]; }
-    }
-    *o++ = '"';
-    b->len = o - b->data;
-    return 0;
-}
-
 static int32_t be32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
-}
-
-static int put_callback(Buf *b, PyObject *cb, const char *s, Py_ssize_t n) {
-    PyObject *arg = PyBytes_FromStringAndSize(s, n);
-    if (!arg) return -1;
-    PyObject *res = PyObject_CallOneArg(cb, arg);
-    Py_DECREF(arg);
-    if (!res) return -1;
-    if (!PyBytes_Check(res)) {
-        Py_DECREF(res);
-        PyErr_SetString(PyExc_TypeError, "an encoder must return bytes");
-        return -1;
-    }
-    int rc = buf_put(b, PyBytes_AS_STRING(res), PyBytes_GET_SIZE(res));
-    Py_DECREF(res);
-    return rc;
-}
-
-static PyObject *encode_tuple(PyObject *self, PyObject *args) {
-    const unsigned char *buf;
-    Py_ssize_t buflen, pos;
-    const unsigned char *kinds;
-    Py_ssize_t nkinds;
-    PyObject *callbacks, *names, *key_idx;
-    if (!PyArg_ParseTuple(args, "y#ny#O!O!O!", &buf, &buflen, &pos, &kinds, &nkinds, &PyTuple_Type, &callbacks,
-                          &PyTuple_Type, &names, &PyTuple_Type, &key_idx))
-        return NULL;
-    if (pos + 2 > buflen) goto truncated;
-    int ncols = (int16_t)((buf[pos] << 8) | buf[pos + 1]);
-    pos += 2;
-    if (ncols > nkinds || ncols > PyTuple_GET_SIZE(names) || ncols > PyTuple_GET_SIZE(callbacks)) {
-        PyErr_SetString(PyExc_ValueError, "tuple has more columns than the relation");
-        return NULL;
-    }
-    Py_ssize_t *start = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (ncols ? ncols : 1));
-    if (!start) return PyErr_NoMemory();
-    Py_ssize_t *end = start + (ncols ? ncols : 1);
-    Buf row = {0};
-    if (buf_put(&row, "{", 1) < 0) goto fail;
-    for (int i = 0; i < ncols; i++) {
-        if (pos >= buflen) { PyMem_Free(start); PyMem_Free(row.data); goto truncated; }
-        PyObject *name = PyTuple_GET_ITEM(names, i);
-        if (i && buf_put(&row, ",", 1) < 0) goto fail;
-        if (buf_put(&row, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name)) < 0) goto fail;
-        start[i] = row.len;
-        unsigned char kind = buf[pos++];
-        if (kind == 'n') {
-            if (buf_put(&row, "null", 4) < 0) goto fail;
-        } else if (kind == 'u') {
-            if (buf_put(&row, UNAVAILABLE, sizeof(UNAVAILABLE) - 1) < 0) goto fail;
-        } else if (kind == 't') {
-            if (pos + 4 > buflen) { PyMem_Free(start); PyMem_Free(row.data); goto truncated; }
-            Py_ssize_t n = be32(buf + pos);
-            pos += 4;
-            if (n < 0 || pos + n > buflen) { PyMem_Free(start); PyMem_Free(row.data); goto truncated; }
-            const unsigned char *s = buf + pos;
-            pos += n;
-            int rc = 0;
-            switch (kinds[i]) {
-            case KIND_RAW: rc = buf_put(&row, (const char *)s, n); break;
-            case KIND_TEXT: rc = put_json_string(&row, s, n); break;
-            case KIND_QUOTED:
-                rc = buf_put(&row, "\"", 1) || buf_put(&row, (const char *)s, n) || buf_put(&row, "\"", 1);
-                break;
-            case KIND_BOOL: rc = (n == 1 && s[0] == 't') ? buf_put(&row, "true", 4) : buf_put(&row, "false", 5); break;
-            case KIND_FLOAT:
-                if (n > 0 && s[n - 1] >= '0' && s[n - 1] <= '9') rc = buf_put(&row, (const char *)s, n);
-                else rc = buf_put(&row, "\"", 1) || buf_put(&row, (const char *)s, n) || buf_put(&row, "\"", 1);
-                break;
-            case KIND_TSTZ:
-                /* "YYYY-MM-DD HH:MM:SS[.f]+00" in a UTC session -> "YYYY-MM-DDTHH:MM:SS[.f]Z" */
-                if (n >= 22 && s[10] == ' ' && s[n - 3] == '+' && s[n - 2] == '0' && s[n - 1] == '0' && s[0] >= '0' &&
-                    s[0] <= '9') {
-                    rc = buf_reserve(&row, n + 2);
-                    if (!rc) {
-                        char *o = row.data + row.len;
-                        *o++ = '"';
-                        memcpy(o, s, 10); o += 10;
-                        *o++ = 'T';
-                        memcpy(o, s + 11, n - 14); o += n - 14;
-                        *o++ = 'Z';
-                        *o++ = '"';
-                        row.len = o - row.data;
-                    }
-                } else {
-                    rc = put_callback(&row, PyTuple_GET_ITEM(callbacks, i), (const char *)s, n);
-                }
-                break;
-            default: rc = put_callback(&row, PyTuple_GET_ITEM(callbacks, i), (const char *)s, n); break;
-            }
-            if (rc) goto fail;
-        } else {
-            PyErr_Format(PyExc_ValueError, "unexpected tuple data kind %c", kind);
-            goto fail;
-        }
-        end[i] = row.len;
-    }
-    if (buf_put(&row, "}", 1) < 0) goto fail;
-    Buf key = {0};
-    if (buf_put(&key, "{", 1) < 0) { PyMem_Free(key.data); goto fail; }
-    Py_ssize_t nkey = key_idx ? PyTuple_GET_SIZE(key_idx) : 0;
-    for (Py_ssize_t k = 0; k < nkey; k++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(key_idx, k));
-        if (i < 0 || i >= ncols) { PyMem_Free(key.data); PyErr_SetString(PyExc_IndexError, "key column"); goto fail; }
-        PyObject *name = PyTuple_GET_ITEM(names, i);
-        if ((k && buf_put(&key, ",", 1) < 0) || buf_put(&key, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name)) < 0 ||
-            buf_put(&key, row.data + start[i], end[i] - start[i]) < 0) {
-            PyMem_Free(key.data);
-            goto fail;
-        }
-    }
-    if (buf_put(&key, "}", 1) < 0) { PyMem_Free(key.data); goto fail; }
-    PyObject *result = Py_BuildValue("(y#y#n)", row.data, row.len, key.data, key.len, pos);
-    PyMem_Free(start);
-    PyMem_Free(row.data);
-    PyMem_Free(key.data);
-    return result;
-fail:
-    PyMem_Free(start);
-    PyMem_Free(row.data);
-    return NULL;
-truncated:
-    PyErr_SetString(PyExc_ValueError, "truncated tuple data");
-    return NULL;
 }
 
 /*
@@ -333,7 +178,6 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"encode_tuple", encode_tuple, METH_VARARGS, "pgoutput TupleData to (row JSON, key JSON, new position)"},
     {"tuple_csv", tuple_csv, METH_VARARGS, "pgoutput TupleData to (CSV line, unchanged, key fields, new position)"},
     {"position_keys", position_keys, METH_O, "position_key of each position: (data, int32 offsets) or None"},
     {NULL, NULL, 0, NULL},

@@ -83,14 +83,6 @@ def type_name(conn: sa.Connection, type_oid: int, typmod: int) -> str:
     return str(conn.execute(sa.text("SELECT format_type(:o, :m)"), {"o": type_oid, "m": typmod}).scalar_one())
 
 
-def array_element(conn: sa.Connection, type_oid: int) -> int | None:
-    """The element type of an array type; None for any other type."""
-    row = conn.execute(
-        sa.text("SELECT typelem, typcategory FROM pg_type WHERE oid = :o"), {"o": type_oid}
-    ).first()
-    return int(row.typelem) if row is not None and row.typcategory == "A" else None
-
-
 def user_tables(conn: sa.Connection) -> list[sa.Row]:
     """Every ordinary and partitioned table outside the system schemas: schema, table, replica identity
     (d, f, i, n) and whether it has a primary key."""

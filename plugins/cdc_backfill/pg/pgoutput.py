@@ -1,7 +1,7 @@
 """Decoding pgoutput protocol messages (protocol version 1), as the walsender sends them.
 
 Pure Python over ``bytes``: no connection here. Each function reads one message. Row messages'
-tuples (Insert, Update, Delete) are decoded straight to JSON by ``cdc_backfill.pg.fastpath``.
+tuples (Insert, Update, Delete) are decoded straight to CSV lines by ``cdc_backfill.pg.tuplecsv``.
 The formats are PostgreSQL's "Logical Replication Message Formats".
 """
 
@@ -111,6 +111,3 @@ def message(buf: bytes) -> Message:
     (length,) = _I32.unpack_from(buf, pos)
     pos += 4
     return Message(bool(flags & 1), lsn, prefix, bytes(buf[pos : pos + length]))
-
-
-UNAVAILABLE_JSON = b'"__debezium_unavailable_value"'  # Debezium's placeholder, as a JSON value

@@ -1,5 +1,5 @@
-"""``cdc-backfill ingest`` as a user types it: an earlier JSON landing moved into the log and reconciled
-to the source while writers ran during the snapshot; a Kafka sink's files typed from the source's
+"""``cdc-backfill ingest`` as a user types it: a sink's JSON landing moved into the log and reconciled to
+the source's truth, as the reconcile's refusal prints it; a Kafka sink's files typed from the source's
 catalog; a typo refused in one line."""
 
 from __future__ import annotations
@@ -14,25 +14,39 @@ from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
 from cdc_backfill.landing.store import log_files
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.cli import cli
-from tests.support.judge import columns_of, keyed_state, source_state
-from tests.support.pg import drain, plain_url, snapshot_under_writers, sql
+from tests.support.pg import plain_url, sql
+from tests.support.scripts import ENCODERS, Script, every_rule, records, write_chunk, write_stream_file
 from tests.support.state import state_frame
-from tests.support.workload import seed
 
 pytestmark = [pytest.mark.spark, pytest.mark.pg, pytest.mark.slow]
 
-TABLES = ["public.orders", "public.lines", "public.words"]
+ENC = ENCODERS["debezium-postgresql"]
 
 
-def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(
-    spark, fresh_db: str, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    seed(fresh_db, orders=300, lines=300)
+def _json_landing(landing: Path) -> Script:
+    """A Debezium sink's JSON files of every rule's history (two files) and its snapshot's READ chunks;
+    the script, for the truth."""
+    s = every_rule(ENC)
+    recs = [r for _, r in records(s, ENC)]
+    write_stream_file(landing, "1.jsonl", recs[: len(recs) // 2])
+    write_stream_file(landing, "2.jsonl", recs[len(recs) // 2 :])
+    for chunk, rows in s.reads.items():
+        write_chunk(landing, ENC.collection, chunk, rows)
+    return s
+
+
+def _truth(spark, state: Path, s: Script) -> None:  # type: ignore[no-untyped-def]
+    got = {r["id"]: (r["v"], r["big"]) for r in state_frame(spark, state, ENC.collection).collect()}
+    assert got == {k: (r["v"], r["big"]) for k, r in s.truth.items()}
+
+
+def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     landing = tmp_path / "lake"
-    snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=29, seed_value=3, format="json")
+    s = _json_landing(landing)
     files = sorted(p.name for p in stream_dir(landing).iterdir())
     # the reconcile refuses JSON, in one line, with the command that moves it
-    refused = cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")
+    rec = ("reconcile", "--landing", "lake", "--state", "state", "--signal-table", ENC.signal)
+    refused = cli(tmp_path, *rec)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert f"holds {len(files)} JSON stream file(s)" in refused.stderr and "--ingest" in refused.stderr
     assert not (tmp_path / "state").exists()
@@ -46,32 +60,24 @@ def test_a_json_landing_is_moved_into_the_log_and_reconciles_to_the_source(
     assert not list(stream_dir(landing).iterdir())
     again = cli(tmp_path, "ingest", "--landing", "lake", "--master", "local[2]")
     assert again.returncode == 0 and json.loads(again.stdout)["files"] == 0
-    run = reconcile_landing(spark, landing, tmp_path / "state")
-    assert sum(c["reads_dropped"] for c in run["collections"].values()) > 0
-    for coll in TABLES:
-        _, key = columns_of(fresh_db, coll)
-        got = keyed_state(state_frame(spark, tmp_path / "state", coll).collect(), key)
-        want = source_state(fresh_db, coll, key)
-        assert got.keys() == want.keys(), coll
-        assert [k for k in want if got[k] != want[k]] == [], coll
+    run = reconcile_landing(spark, landing, tmp_path / "state", signal_table=ENC.signal)
+    assert run["collections"][ENC.collection]["reads_dropped"] > 0
+    _truth(spark, tmp_path / "state", s)
 
 
 def test_reconcile_with_ingest_moves_a_json_landing_and_reconciles_it_in_one_job(
-    spark, fresh_db: str, tmp_path: Path
+    spark, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    seed(fresh_db, orders=120, lines=120)
     landing = tmp_path / "lake"
-    snapshot_under_writers(fresh_db, landing, TABLES, chunk_size=23, seed_value=5, format="json")
+    s = _json_landing(landing)
     files = sorted(p.name for p in stream_dir(landing).iterdir())
-    rec = ("reconcile", "--landing", "lake", "--state", "state", "--ingest", "--master", "local[2]")
+    rec = ("reconcile", "--landing", "lake", "--state", "state", "--ingest", "--master", "local[2]",
+           "--signal-table", ENC.signal)  # fmt: skip
     done = cli(tmp_path, *rec)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert sorted(p.name for p in ingested_stream_dir(landing).iterdir()) == files
-    for coll in TABLES:
-        _, key = columns_of(fresh_db, coll)
-        got = keyed_state(state_frame(spark, tmp_path / "state", coll).collect(), key)
-        assert got == source_state(fresh_db, coll, key), coll
-    # a capture's file being written (a hidden name) is nothing to ingest: nothing new, no Spark
+    _truth(spark, tmp_path / "state", s)
+    # a sink's file being written (a hidden name) is nothing to ingest: nothing new, no Spark
     (stream_dir(landing) / ".cdc-0001.part").write_text('{"partial": ')
     again = cli(tmp_path, *rec)
     assert again.returncode == 0 and json.loads(again.stdout)["nothing_new"], again.stderr
@@ -108,29 +114,6 @@ def test_typos_are_refused_in_one_line(tmp_path: Path) -> None:
         "cdc-backfill ingest: types.json: public.t.id: unknown type 'bigitn'; use PostgreSQL type names "
         "(bigint, numeric(12,2), text, timestamptz, boolean, date, bytea, ...)"
     )
-
-
-def test_a_capture_goes_on_after_its_json_was_ingested_with_nothing_lost_or_twice(
-    spark, fresh_db: str, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    from cdc_backfill.ingest.columns import ColumnSources
-    from cdc_backfill.ingest.spark.job import ingest_landing
-
-    sql(fresh_db, "CREATE TABLE t (id int PRIMARY KEY, v text)")
-    landing = tmp_path / "lake"
-    drain(fresh_db, landing, format="json")
-    sql(fresh_db, "INSERT INTO t SELECT i, 'a' FROM generate_series(1, 100) i")
-    drain(fresh_db, landing, format="json")
-    ingest_landing(spark, landing, None, ColumnSources(landing, "public.cdc_signal"))
-    sql(fresh_db, "UPDATE t SET v = 'b' WHERE id <= 50", "DELETE FROM t WHERE id > 90")
-    drain(fresh_db, landing, format="json")  # the JSON capture goes on from the log's position
-    sql(fresh_db, "INSERT INTO t SELECT i, 'c' FROM generate_series(101, 120) i")
-    drain(fresh_db, landing)  # and the log capture from there
-    ingest_landing(spark, landing, None, ColumnSources(landing, "public.cdc_signal"))
-    run = reconcile_landing(spark, landing, tmp_path / "state")
-    assert run["collections"]["public.t"]["events_applied"] == 100 + 50 + 10 + 20
-    got = keyed_state(state_frame(spark, tmp_path / "state", "public.t").collect(), ["id"])
-    assert got == source_state(fresh_db, "public.t", ["id"])
 
 
 def test_a_file_nothing_types_is_refused_before_spark_starts(tmp_path: Path) -> None:

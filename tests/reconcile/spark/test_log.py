@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.capture.typed import TypedPostgresCapture
+from cdc_backfill.capture.postgres import PostgresCapture
 from cdc_backfill.landing.layout import STREAM_DIR
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine
@@ -30,17 +30,17 @@ def test_the_log_reconciles_to_the_source_in_one_run_and_in_several(
 ) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=500, lines=500)
     landing, several, once = tmp_path / "landing", tmp_path / "several", tmp_path / "once"
-    TypedPostgresCapture(fresh_db, landing).run()
+    PostgresCapture(fresh_db, landing).run()
     writers = Writers(fresh_db, seed_value=5).start()
     try:
         send(fresh_db, *[t.replace(".", "\\.") for t in TABLES], chunk_size=37)
         engine = SnapshotEngine(fresh_db, landing, readers=2, window_hook=InWindow(fresh_db))
         engine.run()
-        TypedPostgresCapture(fresh_db, landing).run()  # a run in the middle: windows may straddle it
+        PostgresCapture(fresh_db, landing).run()  # a run in the middle: windows may straddle it
         first = reconcile_landing(spark, landing, several)
     finally:
         writers.stop()
-    TypedPostgresCapture(fresh_db, landing).run()
+    PostgresCapture(fresh_db, landing).run()
     assert not (landing / STREAM_DIR).exists()  # everything came from the log
     assert first["collections"]
     last = reconcile_landing(spark, landing, several)
