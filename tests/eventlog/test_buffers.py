@@ -20,19 +20,14 @@ def test_position_keys_are_position_key_of_each_position() -> None:
     positions = [*random_positions(random.Random(7), 3000), (0,), (), (2**64 - 1, 2**63)]
     expected = [position_key(p) for p in positions]
     assert position_key_array(positions).to_pylist() == expected
-    if buffers._position_keys_c is None:
-        from tests.conftest import unavailable
-
-        unavailable("the C position keys", "not built: make venv builds it where a C compiler is")
-    assert buffers._position_keys_c(positions) == buffers.position_keys_py(positions)
+    assert buffers.position_keys(positions) == buffers.position_keys_py(positions)
 
 
 def test_positions_beyond_64_bits_take_the_python_path_with_the_same_keys() -> None:
     positions = [(1, 2), (2**64, 3), (2**70 + 5,)]
     assert position_key_array(positions).to_pylist() == [position_key(p) for p in positions]
-    if buffers._position_keys_c is not None:
-        assert buffers._position_keys_c(positions) is None
-        with pytest.raises(ValueError, match="negative"):
-            buffers._position_keys_c([(1, -1)])
+    assert buffers.position_keys(positions) is None
+    with pytest.raises(ValueError, match="negative"):
+        buffers.position_keys([(1, -1)])
     with pytest.raises(ValueError, match="negative"):
         buffers.position_keys_py([(1, -1)])
