@@ -26,7 +26,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench.common import report, timed
-from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.capture.postgres.loop import PostgresCapture
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 from cdc_backfill.reconcile.run_size import first_compiler_only
 from cdc_backfill.runtime import apply_defaults

@@ -51,8 +51,8 @@ def test_sqlserver_init_script_is_tsql() -> None:
 def test_debezium_capture_services_run_commands_that_build_valid_configurations(tmp_path: Path) -> None:
     """Each ``capture-debezium-*`` service runs ``cdc-backfill capture debezium --follow``: its command
     parses as the CLI's, and the configuration it builds names the right connector and signal table
-    (the connector classes' own validation: tests/capture/test_debezium_config.py)."""
-    from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties
+    (the connector classes' own validation: tests/capture/debezium/test_settings.py)."""
+    from cdc_backfill.capture.debezium.settings import DebeziumSettings, connector_properties
     from cdc_backfill.cli.main import build_parser
 
     services = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]

@@ -79,7 +79,7 @@ class Capturer(Background):
     join_seconds = 120.0
 
     def __init__(self, url: str, landing: Path) -> None:
-        from cdc_backfill.capture.postgres import PostgresCapture
+        from cdc_backfill.capture.postgres.loop import PostgresCapture
 
         super().__init__()
         self.capture = PostgresCapture(url, landing)

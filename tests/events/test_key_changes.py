@@ -75,7 +75,7 @@ def test_without_delivery_offsets_the_pair_shares_its_sequence_position() -> Non
 def test_a_key_change_cut_between_two_batch_files_is_paired_from_the_line_carried_over() -> None:
     """A batch can end after a key change's delete; ``capture debezium`` then starts the next file
     with that delete in a ``follows`` line, and ingest, parsing each file alone, pairs the create."""
-    from cdc_backfill.capture.debezium_landing import follows_line
+    from cdc_backfill.capture.debezium.batch_files import follows_line
 
     move = _source(lsn=900, tx=7)
     first = [

@@ -8,8 +8,8 @@ import copy
 import json
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_batch import SCHEMA_RECIPE, schema_header, schema_id, wrapped
-from cdc_backfill.capture.debezium_landing import record_identity
+from cdc_backfill.capture.debezium.batch_files import record_identity
+from cdc_backfill.capture.debezium.jvm_batch import SCHEMA_RECIPE, schema_header, schema_id, wrapped
 from cdc_backfill.events.model import Quarantined
 from cdc_backfill.events.parse import parse_lines
 from cdc_backfill.ingest.connect import wrapped_columns

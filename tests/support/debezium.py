@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.capture.debezium import CaptureSummary, DebeziumCapture
-from cdc_backfill.capture.debezium_config import DebeziumSettings
-from cdc_backfill.capture.debezium_drain import pg_marker_writer
-from cdc_backfill.capture.debezium_jvm import debezium_available
+from cdc_backfill.capture.debezium.drain import pg_marker_writer
+from cdc_backfill.capture.debezium.embedded import CaptureSummary, DebeziumCapture
+from cdc_backfill.capture.debezium.jvm import debezium_available
+from cdc_backfill.capture.debezium.settings import DebeziumSettings
 from cdc_backfill.events.debezium import follows, schema_line, with_schemas
 from cdc_backfill.landing.notifications import read_notifications
 from tests.support.pg import plain_url

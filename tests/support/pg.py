@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.capture.postgres.loop import PostgresCapture
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine

@@ -24,7 +24,7 @@ from cdc_backfill.lakepath import lake_path
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-    from cdc_backfill.capture.postgres import CaptureStats
+    from cdc_backfill.capture.postgres.loop import CaptureStats
     from cdc_backfill.kafka.topics import Broker
     from cdc_backfill.signals.model import Signal
     from cdc_backfill.signals.store import SignalStore
@@ -231,7 +231,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
     def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
         """Run Debezium's connector (embedded, in this process) until everything committed so far has
         landed; with ``until``, first until Debezium said those snapshots (signal ids) ended."""
-        from cdc_backfill.capture.debezium_checks import start
+        from cdc_backfill.capture.debezium.checks import start
 
         return start(
             self.debezium_settings(landing), drain=True, until_snapshots=until, max_seconds=max_seconds
@@ -239,7 +239,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
 
     def debezium_settings(self, landing: Path):  # type: ignore[no-untyped-def]
         """Debezium's connector for this source, landing into ``landing``: every table, this signal table."""
-        from cdc_backfill.capture.debezium_config import DebeziumSettings
+        from cdc_backfill.capture.debezium.settings import DebeziumSettings
         from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
         url = self.require_source_url()
@@ -265,7 +265,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
         publication: str | None = None,
         collections: list[str] | None = None,
     ) -> Any:
-        from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT, PostgresCapture
+        from cdc_backfill.capture.postgres.loop import DEFAULT_PUBLICATION, DEFAULT_SLOT, PostgresCapture
 
         return PostgresCapture(
             self.require_source_url(),

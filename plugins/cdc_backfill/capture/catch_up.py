@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdc_backfill.capture.binding import SlotBindingError
-from cdc_backfill.capture.debezium_config import drain_command, is_debezium_landing, native_slots
+from cdc_backfill.capture.debezium.settings import drain_command, is_debezium_landing, native_slots
 from cdc_backfill.capture.fence import emit_fence, stream_passed
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, CaptureError, SlotInUse
 from cdc_backfill.landing.stream import landed_position
@@ -75,7 +75,7 @@ def published_patterns(url: str, publication: str) -> list[str]:
 def drain_landing(url: str, landing: Path, slot: str, signal_table: str | None = None) -> None:
     """A drain of ``slot`` into ``landing``'s typed log, as its capture runs it (the tables its
     publication holds)."""
-    from cdc_backfill.capture.postgres import PostgresCapture
+    from cdc_backfill.capture.postgres.loop import PostgresCapture
 
     patterns = published_patterns(url, DEFAULT_PUBLICATION) or None
     capture = PostgresCapture(url, landing, slot=slot, collections=patterns, signal_table=signal_table)
@@ -148,7 +148,7 @@ def debezium_followed(
     message) and wait until a stream file holds it; the caller's session ingests them."""
     import uuid
 
-    from cdc_backfill.capture.debezium_drain import drain_marker_in, pg_marker_writer
+    from cdc_backfill.capture.debezium.drain import drain_marker_in, pg_marker_writer
     from cdc_backfill.lakepath import S3Path
     from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
     from cdc_backfill.signals.marks import DRAIN_PREFIX

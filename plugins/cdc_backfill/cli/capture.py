@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
+from cdc_backfill.capture.debezium.settings import DEFAULT_SLOT
 from cdc_backfill.config import require_source_url
 from cdc_backfill.lakepath import lake_path
 
@@ -23,7 +23,7 @@ CAPTURE_EPILOG = """examples:
 
 
 def _cmd_postgres(args: argparse.Namespace) -> int:
-    from cdc_backfill.capture.postgres import CaptureError, PostgresCapture
+    from cdc_backfill.capture.postgres.loop import CaptureError, PostgresCapture
 
     collections = args.collections
     try:
@@ -50,7 +50,7 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from cdc_backfill.capture.postgres import CaptureError, capture_status
+    from cdc_backfill.capture.postgres.loop import CaptureError, capture_status
 
     try:
         status = capture_status(
@@ -63,9 +63,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_debezium(args: argparse.Namespace) -> int:
-    from cdc_backfill.capture.debezium import DebeziumCaptureError, DebeziumRefused
-    from cdc_backfill.capture.debezium_checks import debezium_status, start
-    from cdc_backfill.capture.debezium_config import DebeziumConfigError, DebeziumSettings
+    from cdc_backfill.capture.debezium.checks import debezium_status, start
+    from cdc_backfill.capture.debezium.embedded import DebeziumCaptureError, DebeziumRefused
+    from cdc_backfill.capture.debezium.settings import DebeziumConfigError, DebeziumSettings
 
     if args.action == "status":
         return _debezium_status(args, debezium_status)
@@ -169,7 +169,7 @@ def _property(text: str, error: type[Exception], what: str) -> tuple[str, str]:
 
 
 def _debezium_status(args: argparse.Namespace, debezium_status) -> int:  # type: ignore[no-untyped-def]
-    from cdc_backfill.capture.postgres import CaptureError
+    from cdc_backfill.capture.postgres.loop import CaptureError
     from cdc_backfill.config import resolve_source
 
     setting = resolve_source(args.source)
@@ -191,7 +191,7 @@ def _print_status(status: dict, as_json: bool) -> int:
 
 
 def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from cdc_backfill.capture.postgres import DEFAULT_PUBLICATION, DEFAULT_SLOT
+    from cdc_backfill.capture.postgres.loop import DEFAULT_PUBLICATION, DEFAULT_SLOT
 
     cap = sub.add_parser(
         "capture",
@@ -242,7 +242,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def _add_debezium_parser(kinds: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from cdc_backfill.capture.debezium_config import WATERMARKING
+    from cdc_backfill.capture.debezium.settings import WATERMARKING
 
     dbz = kinds.add_parser(
         "debezium",

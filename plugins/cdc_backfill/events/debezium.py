@@ -345,7 +345,7 @@ def _marker(value: dict[str, Any]) -> list[ChangeEvent] | None:
     if "status" in value and "id" in value and "op" not in value:
         return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]  # transaction marker
     if "op" not in value and "aggregate_type" in value and "type" in value:
-        # a notification a sink landed beside the changes (the wait reads it: capture.debezium_landing)
+        # a notification a sink landed beside the changes (the wait reads it: capture.debezium.batch_files)
         return [ChangeEvent(None, "h", None, None, None, (), None, format="debezium")]
     # a schema change, or a heartbeat (``heartbeat.interval.ms``: its value holds only ``ts_ms``)
     if "op" not in value and ("ddl" in value or "tableChanges" in value or set(value) == {"ts_ms"}):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_config import drain_command, is_debezium_landing
+from cdc_backfill.capture.debezium.settings import drain_command, is_debezium_landing
 from cdc_backfill.config import mask_url
 from cdc_backfill.program import program
 
@@ -35,7 +35,7 @@ def source_args(typed: str | None) -> tuple[list[str], str | None]:
 
 
 def landing_engine(landing: Path) -> str:
-    """``debezium`` when Debezium writes the landing zone (``capture.debezium_config``'s one rule), else
+    """``debezium`` when Debezium writes the landing zone (``capture.debezium.settings``'s one rule), else
     ``native``."""
     from cdc_backfill.capture.binding import SlotBindingError
 

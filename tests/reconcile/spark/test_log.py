@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.capture.postgres import PostgresCapture
+from cdc_backfill.capture.postgres.loop import PostgresCapture
 from cdc_backfill.landing.layout import STREAM_DIR
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from cdc_backfill.snapshot.engine import SnapshotEngine

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.capture.debezium_config import (
+from cdc_backfill.capture.debezium.settings import (
     DebeziumConfigError,
     DebeziumSettings,
     connector_properties,
@@ -91,7 +91,7 @@ def test_other_sources_configurations_pass_their_connector_classes_validation(
 ) -> None:
     """No server here: the connector class validates every property, and only its connection attempt
     (to a closed port) fails."""
-    from cdc_backfill.capture.debezium import connector_errors
+    from cdc_backfill.capture.debezium.embedded import connector_errors
     from tests.support.debezium import require_engine
 
     require_engine()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.capture.postgres import CaptureError, PostgresCapture, capture_status
+from cdc_backfill.capture.postgres.loop import CaptureError, PostgresCapture, capture_status
 from tests.support.capture import landed_rows, run_capture
 from tests.support.pg import sql
 

@@ -1,4 +1,4 @@
-"""The capture's sink (docs/design.md §5.0): the replication loop (``capture.postgres``) lands the typed
+"""The capture's sink (docs/design.md §5.0): the replication loop (``capture.postgres.loop``) lands the typed
 event log through it.
 
 Each relation message describes its collection's log schema (a new version when its columns
@@ -15,7 +15,7 @@ position is the greatest a manifest names.
 
 from __future__ import annotations
 
-from cdc_backfill.capture.sinks import (
+from cdc_backfill.capture.postgres.sinks import (
     DELETE,
     INSERT,
     TRUNCATE,
@@ -38,7 +38,7 @@ EVENT_BYTES = 100  # about, an event of the log: a roll of roll_bytes holds roll
 
 
 class LogRelation:
-    """One relation as the typed log sink encodes it (a ``capture.sinks.SinkRelation``)."""
+    """One relation as the typed log sink encodes it (a ``capture.postgres.sinks.SinkRelation``)."""
 
     __slots__ = ("collection", "empty_line", "encode", "encode_insert", "key_idx", "names", "version")
 
@@ -56,7 +56,7 @@ class LogRelation:
 
 
 class TypedLogSink(WriterSink):
-    """The capture's typed event log sink (a ``capture.sinks.CaptureSink``): events buffered per
+    """The capture's typed event log sink (a ``capture.postgres.sinks.CaptureSink``): events buffered per
     collection by a ``LogWriter``, landed at each roll."""
 
     def __init__(self, options: SinkOptions) -> None:

@@ -13,15 +13,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from cdc_backfill.capture.binding import SlotBindingError, check_binding, forget_binding, record_binding
-from cdc_backfill.capture.debezium import (
+from cdc_backfill.capture.debezium.batch_files import next_offset, waiting_batches
+from cdc_backfill.capture.debezium.drain import pg_marker_writer
+from cdc_backfill.capture.debezium.embedded import (
     CaptureSummary,
     DebeziumCapture,
     DebeziumRefused,
 )
-from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_of, offsets_file
-from cdc_backfill.capture.debezium_drain import pg_marker_writer
-from cdc_backfill.capture.debezium_jvm import debezium_available
-from cdc_backfill.capture.debezium_landing import next_offset, waiting_batches
+from cdc_backfill.capture.debezium.jvm import debezium_available
+from cdc_backfill.capture.debezium.settings import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.publication import slot_exists
 from cdc_backfill.config import mask_url, source_engine
 from cdc_backfill.lakepath import lake_path
@@ -157,7 +157,7 @@ def debezium_status(landing: Path, url: str | None = None, slot: str | None = No
     last.update({k: v.lower() for k, v in snapshot_outcomes(notes).items()})
     out["snapshots"] = last or "none reported"
     if url and slot and connector_of(url) == "postgresql":
-        from cdc_backfill.capture.status import capture_status
+        from cdc_backfill.capture.postgres.slot_status import capture_status
 
         out.update({f"slot {k}": v for k, v in capture_status(url, None, slot).items() if k != "slot"})
         out["slot"] = slot

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_backfill.capture.debezium_batch import SEPARATOR, split_joined
+from cdc_backfill.capture.debezium.jvm_batch import SEPARATOR, split_joined
 
 
 def test_parts_in_order_and_null_as_none() -> None:
@@ -25,8 +25,8 @@ def test_a_part_holding_the_separator_is_refused() -> None:
 def test_the_line_the_jvm_builds_is_the_landings_line() -> None:
     """``BatchReader.lines`` fills LINE_RECIPE in the JVM; ``batch_lines`` writes the same line in Python
     (batches looked into record by record): one layout for ingest to read."""
-    from cdc_backfill.capture.debezium_batch import LINE_RECIPE
-    from cdc_backfill.capture.debezium_landing import batch_lines
+    from cdc_backfill.capture.debezium.batch_files import batch_lines
+    from cdc_backfill.capture.debezium.jvm_batch import LINE_RECIPE
 
     for key, value in (('{"id":1}', '{"payload":{"id":1}}'), ('{"id":2}', None)):
         head, at_key, at_value, tail = LINE_RECIPE.split("\1")

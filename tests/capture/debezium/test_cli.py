@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.capture import debezium as capture_module
-from cdc_backfill.capture.debezium import DebeziumCapture, DebeziumCaptureError
-from cdc_backfill.capture.debezium_landing import record_identity
+from cdc_backfill.capture.debezium import embedded as capture_module
+from cdc_backfill.capture.debezium.batch_files import record_identity
+from cdc_backfill.capture.debezium.embedded import DebeziumCapture, DebeziumCaptureError
 from cdc_backfill.signals.store import SignalStore
 from tests.support.cli import cli
 from tests.support.debezium import dbz_drain, landed_records, require_engine, settings
@@ -91,7 +91,7 @@ def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyp
 ) -> None:
     """The engine's offsets live in the landing on S3, not on the machine: a second run with this
     machine's copy gone goes on where the first stopped, nothing landed twice; the printed ingest runs."""
-    from cdc_backfill.capture.debezium_config import local_copy
+    from cdc_backfill.capture.debezium.settings import local_copy
     from cdc_backfill.landing.layout import debezium_dir
 
     require_engine()

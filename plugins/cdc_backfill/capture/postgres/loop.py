@@ -2,8 +2,8 @@
 
 The loop holds the replication connection: it sets up the publication and the slot, streams, decodes
 each pgoutput message once (a relation, a row change, a logical decoding message, a commit) and hands
-it to its sink (``capture.sinks``), rolls when the sink says a roll is due and confirms to the slot.
-Its sink lands the typed event log (``capture.typed``): this is what ``cdc-backfill capture postgres``,
+it to its sink (``capture.postgres.sinks``), rolls when the sink says a roll is due and confirms to the slot.
+Its sink lands the typed event log (``capture.postgres.log_sink``): this is what ``cdc-backfill capture postgres``,
 the Airflow hook and verify's catch-up run. An event's position is (commit LSN, LSN of the change), and
 the signal table is in the publication, so the snapshot engine's watermark rows land at their commit
 position among the other changes.
@@ -33,8 +33,9 @@ import psycopg2
 import psycopg2.extras
 import sqlalchemy as sa
 
-from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, DEFAULT_SLOT, CaptureError, SlotInUse
-from cdc_backfill.capture.sinks import (
+from cdc_backfill.capture.postgres.log_sink import TypedLogSink
+from cdc_backfill.capture.postgres.relations import relation_schema, set_up_source
+from cdc_backfill.capture.postgres.sinks import (
     DELETE,
     INSERT,
     KEY_CHANGE,
@@ -44,9 +45,8 @@ from cdc_backfill.capture.sinks import (
     SinkOptions,
     Txn,
 )
-from cdc_backfill.capture.source import relation_schema, set_up_source
-from cdc_backfill.capture.status import capture_status
-from cdc_backfill.capture.typed import TypedLogSink
+from cdc_backfill.capture.postgres.slot_status import capture_status
+from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, DEFAULT_SLOT, CaptureError, SlotInUse
 from cdc_backfill.config import source_engine
 from cdc_backfill.faults import crash_point
 from cdc_backfill.lakepath import lake_path

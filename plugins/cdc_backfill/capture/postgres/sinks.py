@@ -1,7 +1,7 @@
-"""What the PostgreSQL capture's loop (``capture.postgres``) hands its sink, and what it asks of it.
+"""What the PostgreSQL capture's loop (``capture.postgres.loop``) hands its sink, and what it asks of it.
 
 The loop decodes each pgoutput message once; its sink lands what it decoded as the typed event log
-(``capture.typed``). The sink encodes a relation's tuples its own way (the C encoder ``tuple_csv``), so
+(``capture.postgres.log_sink``). The sink encodes a relation's tuples its own way (the C encoder ``tuple_csv``), so
 describing a relation returns the sink's :class:`SinkRelation`, whose ``encode`` (``encode_insert`` for an insert's tuple) the loop calls on
 each tuple; the loop reads only the last two items of what it returns (the key, to see a key change,
 and where the next tuple starts) and hands the rest back to the sink's ``write`` untouched: the hot

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.capture.postgres import CRASH_ENV, PostgresCapture
+from cdc_backfill.capture.postgres.loop import CRASH_ENV, PostgresCapture
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.landing.manifests import landed_log_position
 from cdc_backfill.landing.store import log_files, read_schema
@@ -71,7 +71,7 @@ def test_killed_after_landing_before_confirming_lands_each_event_once(fresh_db: 
     landing = tmp_path / "landing"
     PostgresCapture(fresh_db, landing).run()
     sql(fresh_db, "INSERT INTO k SELECT i, 'v' || i FROM generate_series(1, 500) i", "UPDATE k SET v = 'w'")
-    code = f"from cdc_backfill.capture.postgres import PostgresCapture as C; C({fresh_db!r}, {str(landing)!r}).run()"
+    code = f"from cdc_backfill.capture.postgres.loop import PostgresCapture as C; C({fresh_db!r}, {str(landing)!r}).run()"
     killed = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, CRASH_ENV: "after-rename"}, timeout=300
     )

@@ -24,7 +24,7 @@ from typing import Any
 # Never inside JSON text: a NUL in a string is written \u0000, and none may stand outside one.
 SEPARATOR = "\0"
 _NULL = "null"  # how Java writes a null: for a key or a value it means what JSON's null means
-# A batch file's line (debezium_landing.batch_lines), \1 where each argument goes: offset, key, value.
+# A batch file's line (batch_files.batch_lines), \1 where each argument goes: offset, key, value.
 LINE_RECIPE = '{"partition":0,"offset":\1,"key":\1,"value":\1}'
 # Schema objects remembered at most: a connector keeps one per table until the table changes
 MAX_SCHEMAS = 4096

@@ -89,7 +89,7 @@ def local_copy(path: LakePath) -> Path:
     """The local file Debezium's engine reads and writes for a file of the landing's ``_debezium/``: the
     file itself in a local landing. Its file stores take local paths only, so for a landing on S3 a copy
     in a cache folder of this machine, named by the landing, which the capture fills from the landing
-    before the engine starts and stores back after each batch (``capture.debezium_landing``)."""
+    before the engine starts and stores back after each batch (``capture.debezium.batch_files``)."""
     return local_cache_dir(path.parent) / path.name if isinstance(path, S3Path) else Path(path)
 
 

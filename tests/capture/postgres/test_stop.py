@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cdc_backfill.capture import postgres
-from cdc_backfill.capture.postgres import CaptureStats, PostgresCapture
+from cdc_backfill.capture.postgres import loop as postgres
+from cdc_backfill.capture.postgres.loop import CaptureStats, PostgresCapture
 
 
 class _Message:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.capture.postgres import CRASH_ENV
+from cdc_backfill.capture.postgres.loop import CRASH_ENV
 from tests.support.capture import capture_cmd, landed_creates, run_capture
 from tests.support.pg import sql
 

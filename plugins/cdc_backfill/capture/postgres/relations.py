@@ -16,6 +16,7 @@ from cdc_backfill.capture.binding import (
     forget_binding,
     record_binding,
 )
+from cdc_backfill.capture.postgres.sinks import RelationSchema
 from cdc_backfill.capture.publication import (
     choose_tables,
     ensure_publication,
@@ -23,7 +24,6 @@ from cdc_backfill.capture.publication import (
     list_tables,
     slot_exists,
 )
-from cdc_backfill.capture.sinks import RelationSchema
 from cdc_backfill.names import collection_name
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.catalog import primary_key_of, type_name

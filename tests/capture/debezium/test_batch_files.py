@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_landing import land_batch, last_batch, next_offset
+from cdc_backfill.capture.debezium.batch_files import land_batch, last_batch, next_offset
 from cdc_backfill.events.debezium import delivery_offset
 from cdc_backfill.landing.layout import batch_file_name, ingested_stream_dir
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.capture.debezium_config import DEFAULT_SLOT
+from cdc_backfill.capture.debezium.settings import DEFAULT_SLOT
 from cdc_backfill.cli.main import main
 from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import dbz_drain, require_engine, settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-LOG4J_CONFIG = Path(__file__).with_name("debezium-log4j2.properties")
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 class JavaMissing(RuntimeError):

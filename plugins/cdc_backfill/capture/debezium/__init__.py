@@ -1,0 +1,1 @@
+"""``capture debezium``: Debezium's embedded engine landing its records as batch files."""

@@ -1,0 +1,1 @@
+"""The PostgreSQL capture: pgoutput from a replication slot into the typed event log."""
