@@ -8,7 +8,7 @@ with a summary table and leaves everything in the demo folder.
 
 Only the entry point does I/O; the SQL and the summary are built by small functions, each step of the run
 is one function. The writer and the capture that run beside the snapshot are threads of their own
-(``demo_workers``); the commands printed at the end are ``demo_next``'s.
+(``demo.workers``); the commands printed at the end are ``demo.next_steps``'s.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from cdc_backfill.config import source_engine
-from cdc_backfill.demo_kafka import KafkaStream
-from cdc_backfill.demo_next import TABLES, next_commands
-from cdc_backfill.demo_workers import Capturer, DemoWriter
+from cdc_backfill.demo.kafka_stream import KafkaStream
+from cdc_backfill.demo.next_steps import TABLES, next_commands
+from cdc_backfill.demo.workers import Capturer, DemoWriter
 from cdc_backfill.lakepath import LakePath, lake_path, rmtree
 from cdc_backfill.logs import VERBOSE_FORMAT
 from cdc_backfill.program import program
@@ -164,7 +164,7 @@ def run_demo(
 ) -> int:
     """The demo in ``folder`` (emptied first); ``keep``: its PostgreSQL keeps running afterwards;
     ``lake``: where its landing and state go instead of the folder (``s3://bucket/prefix``, emptied first
-    too); ``kafka``: the stream through a local broker and Kafka Connect (``demo_kafka``)."""
+    too); ``kafka``: the stream through a local broker and Kafka Connect (``demo.kafka_stream``)."""
     from cdc_backfill.pg.embedded import EmbeddedPostgres
 
     EmbeddedPostgres.stop_kept(folder / "postgres")  # a server kept by an earlier demo --keep
