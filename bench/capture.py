@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from bench.common import report, timed
 from cdc_backfill.capture.postgres.loop import DRAIN_PREFIX, PostgresCapture
 from cdc_backfill.landing.layout import LOG_DIR
-from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from cdc_backfill.capture.debezium.checks import start
+from cdc_backfill.capture.debezium.preflight import start
 from cdc_backfill.capture.debezium.settings import DebeziumSettings
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE

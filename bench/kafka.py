@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 from bench.common import report, timed
-from cdc_backfill.ingest.columns import ColumnSources, read_column_types
-from cdc_backfill.ingest.spark.kafka import capture_kafka
-from cdc_backfill.kafka.local import LocalKafka
+from cdc_backfill.ingest.column_sources import ColumnSources, read_column_types
+from cdc_backfill.ingest.spark.capture_kafka import capture_kafka
+from cdc_backfill.kafka.broker import LocalKafka
 from cdc_backfill.kafka.topics import Broker
 from cdc_backfill.spark.packages import kafka_source
 from cdc_backfill.spark.session import build_session

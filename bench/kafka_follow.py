@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from bench.common import report
-from cdc_backfill.kafka.connect import LocalConnect
-from cdc_backfill.kafka.local import LocalKafka
+from cdc_backfill.kafka.broker import LocalKafka
+from cdc_backfill.kafka.connect_worker import LocalConnect
 from cdc_backfill.landing.manifests import roll_manifests
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 from cdc_backfill.signals.store import SignalStore

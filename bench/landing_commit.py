@@ -15,10 +15,10 @@ timestamp, an int key, a text, a timestamp) read from 4 Kafka partitions. Each b
   CommitProperties(app_transactions=[Transaction(app_id="<topic>[<p>]", version=<to>)], ...))``;
 - ``delta add-action``: as Spark would leave it (pyarrow writes the part file into the table's folder),
   then the driver commits it as the state does (``DeltaTable.create_write_transaction([AddAction])``,
-  stats from ``state.stats.file_stats``) with the same commit properties.
+  stats from ``state.file_stats.file_stats``) with the same commit properties.
 
 Then, after K batches (``--resume-at``), the next run's start offsets (today ``roll_manifests`` +
-``ingest.kafka.committed``, and ``capture_kafka``'s whole pre-plan under the ingest lock; Delta: open the
+``ingest.kafka_offsets.committed``, and ``capture_kafka``'s whole pre-plan under the ingest lock; Delta: open the
 table and ``transaction_version`` of each partition) and the files a reader must read after a known
 position (today ``reconcile.runs.landed_log_files``; Delta: every file of the table, or those added after
 a known table version). Delta writes a checkpoint every 100 commits by default: the commits that wrote
@@ -55,7 +55,7 @@ from cdc_backfill.eventlog.counts import KEYS
 from cdc_backfill.eventlog.schema import OP, POSITION, TS_MS
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.ingest.inputs import ingest_lock, remove_unnamed
-from cdc_backfill.ingest.kafka import OffsetRange, Plan, committed
+from cdc_backfill.ingest.kafka_offsets import OffsetRange, Plan, committed
 
 # write_manifest is plain Python; its module imports pyspark (no JVM is started)
 from cdc_backfill.ingest.spark.job import write_manifest
@@ -65,7 +65,7 @@ from cdc_backfill.lakepath import rmtree
 from cdc_backfill.landing.layout import LOG_DIR, log_version_dir, staging_dir
 from cdc_backfill.landing.manifests import roll_manifests
 from cdc_backfill.reconcile.runs import landed_log_files
-from cdc_backfill.state.stats import file_stats
+from cdc_backfill.state.file_stats import file_stats
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOPIC, COLLECTION, PARTITIONS = "app.public.t", "public.t", 4

@@ -51,8 +51,8 @@ import pyarrow as pa
 
 from bench.common import report
 from bench.debezium_lines import StreamFiles, line_tail, row_line, source_prefix
+from cdc_backfill.landing.event_log import describe
 from cdc_backfill.landing.layout import LOG_DIR, SNAPSHOT_DIR, STREAM_DIR
-from cdc_backfill.landing.store import describe
 from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.snapshot.chunks import land_chunk
@@ -426,7 +426,7 @@ def main() -> None:
             flush=True,
         )
 
-        from cdc_backfill.ingest.columns import ColumnSources
+        from cdc_backfill.ingest.column_sources import ColumnSources
         from cdc_backfill.ingest.spark.job import ingest_landing
         from cdc_backfill.reconcile.spark.job import reconcile_landing
         from cdc_backfill.spark.session import build_session

@@ -28,7 +28,7 @@ import psycopg2
 import sqlalchemy as sa
 
 from bench.common import report, timed
-from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.pg.embedded import EmbeddedPostgres
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore

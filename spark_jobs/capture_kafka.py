@@ -1,6 +1,6 @@
 """spark-submit entry point: Debezium and DataWorks topics into the landing zone's typed event log.
 
-Thin: parse arguments, build the session, call ``cdc_backfill.ingest.spark.kafka.capture_rounds``: once
+Thin: parse arguments, build the session, call ``cdc_backfill.ingest.spark.capture_kafka.capture_rounds``: once
 (``--drain``) or in rounds until SIGTERM/SIGINT (``--follow``); print its summary. The broker's client
 settings come in ``CDC_BACKFILL_KAFKA_PROPERTIES`` (JSON) and the source, when given, in
 ``CDC_BACKFILL_SOURCE_URL``: not on the command line, where ``ps`` would show their secrets.
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from cdc_backfill.config import resolve_source
-from cdc_backfill.ingest.columns import ColumnsError, job_sources
+from cdc_backfill.ingest.column_sources import ColumnsError, job_sources
 from cdc_backfill.ingest.rounds import Rounds
-from cdc_backfill.ingest.spark.kafka import capture_rounds
+from cdc_backfill.ingest.spark.capture_kafka import capture_rounds
 from cdc_backfill.kafka.topics import Broker, KafkaError, ReadFailed
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.stream import InputError

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from cdc_backfill.config import resolve_source
-from cdc_backfill.ingest.columns import ColumnsError, job_sources
+from cdc_backfill.ingest.column_sources import ColumnsError, job_sources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.stream import InputError

@@ -12,10 +12,10 @@ import json
 import logging
 import sys
 
-from cdc_backfill.ingest.columns import ColumnsError, job_sources
+from cdc_backfill.ingest.column_sources import ColumnsError, job_sources
 from cdc_backfill.ingest.rounds import Rounds
+from cdc_backfill.ingest.spark.capture_kafka import capture_rounds
 from cdc_backfill.ingest.spark.job import ingest_landing
-from cdc_backfill.ingest.spark.kafka import capture_rounds
 from cdc_backfill.kafka.topics import Broker, KafkaError, ReadFailed
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.stream import InputError

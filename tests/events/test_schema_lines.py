@@ -12,7 +12,7 @@ from cdc_backfill.capture.debezium.batch_files import record_identity
 from cdc_backfill.capture.debezium.jvm_batch import SCHEMA_RECIPE, schema_header, schema_id, wrapped
 from cdc_backfill.events.model import Quarantined
 from cdc_backfill.events.parse import parse_lines
-from cdc_backfill.ingest.connect import wrapped_columns
+from cdc_backfill.ingest.connect_schemas import wrapped_columns
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "events" / "debezium_postgres_customers_with_schema.json"
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.faults import INGEST_CRASH_ENV
-from cdc_backfill.kafka.local import LocalKafka
+from cdc_backfill.kafka.broker import LocalKafka
 from cdc_backfill.landing.manifests import roll_manifests
 from tests.support.cli import as_printed, cli, ok
 from tests.support.dataworks import record as dataworks_record

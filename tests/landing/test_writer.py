@@ -10,8 +10,8 @@ import pytest
 
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.landing import writer as writer_module
+from cdc_backfill.landing.event_log import describe, log_files
 from cdc_backfill.landing.manifests import landed_log_position, roll_manifests
-from cdc_backfill.landing.store import describe, log_files
 from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.pgtypes import PgColumn
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from cdc_backfill.pg.arrowrows import RowsError, plain_key, read_rows, rows_connection, text_columns
 from cdc_backfill.pg.catalog import table_columns
-from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.pg.csvtext import text_table
 from cdc_backfill.pgtypes import PgColumn
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_backfill.signals.catalog import Catalog, TableInfo, collection_name
 from cdc_backfill.signals.model import AdditionalCondition, Signal, SignalError
+from cdc_backfill.signals.source_tables import Catalog, TableInfo, collection_name
 from cdc_backfill.signals.validate import DEFAULT_CHUNK_SIZE, validate
 
 CATALOG = Catalog(

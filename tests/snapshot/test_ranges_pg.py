@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.snapshot import ranges as ranges_module
-from cdc_backfill.snapshot.ranges import plan_ranges, table_pages
+from cdc_backfill.snapshot import range_plan as ranges_module
+from cdc_backfill.snapshot.range_plan import plan_ranges, table_pages
 from cdc_backfill.snapshot.sql import ChunkTable
 from tests.support.pg import sql
 
@@ -75,7 +75,7 @@ def test_a_table_too_small_to_sample_is_cut_by_stepping_through_its_keys(fresh_d
 def test_a_partitioned_table_is_sampled_across_its_partitions_and_a_view_is_stepped(
     fresh_db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level("INFO", logger="cdc_backfill.snapshot.ranges")
+    caplog.set_level("INFO", logger="cdc_backfill.snapshot.range_plan")
     sql(
         fresh_db,
         "CREATE TABLE parted (id int PRIMARY KEY) PARTITION BY RANGE (id)",

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cdc_backfill.state.stats import file_stats
+from cdc_backfill.state.file_stats import file_stats
 from cdc_backfill.state.table import StateError, StateTable, current_version, state_collections
 from tests.support.state import write_state
 

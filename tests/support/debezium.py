@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cdc_backfill.capture.debezium.connector import CaptureSummary, DebeziumCapture
 from cdc_backfill.capture.debezium.drain import pg_marker_writer
-from cdc_backfill.capture.debezium.embedded import CaptureSummary, DebeziumCapture
 from cdc_backfill.capture.debezium.jvm import debezium_available
 from cdc_backfill.capture.debezium.settings import DebeziumSettings
 from cdc_backfill.events.debezium import follows, schema_line, with_schemas

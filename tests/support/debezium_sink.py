@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-import cdc_backfill.capture.debezium.embedded as debezium_module
-from cdc_backfill.capture.debezium.embedded import DebeziumCapture
+import cdc_backfill.capture.debezium.connector as debezium_module
+from cdc_backfill.capture.debezium.connector import DebeziumCapture
 from cdc_backfill.files import write_atomically
 from cdc_backfill.landing.layout import stream_dir
 from tests.support.debezium import dbz_drain, run_until, settings

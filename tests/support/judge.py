@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from cdc_backfill.events import parse_file
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.lakepath import read_parquet
-from cdc_backfill.landing.store import log_files
+from cdc_backfill.landing.event_log import log_files
 from cdc_backfill.names import collection_name, split_collection
 from cdc_backfill.pg.catalog import primary_key, table_columns
 from cdc_backfill.pgtypes import PgColumn

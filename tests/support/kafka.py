@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from cdc_backfill.kafka.connect import LocalConnect
+from cdc_backfill.kafka.broker import LocalKafka
+from cdc_backfill.kafka.connect_worker import LocalConnect
 from cdc_backfill.kafka.jars import jars
-from cdc_backfill.kafka.local import LocalKafka
 from cdc_backfill.kafka.process import KafkaLocalError
 
 
@@ -227,7 +227,7 @@ class KafkaDrain:
         spark: Any,
         signal_table: str = "public.cdc_signal",
     ) -> None:
-        from cdc_backfill.ingest.columns import ColumnSources, catalog_columns
+        from cdc_backfill.ingest.column_sources import ColumnSources, catalog_columns
         from tests.support.pg import plain_url
 
         self.url = url
@@ -239,7 +239,7 @@ class KafkaDrain:
 
     def __call__(self, timeout: float = 180.0, caught_up: bool = True) -> dict[str, Any]:
         """``caught_up=False``: what the topics hold now (a worker that is down delivers nothing more)."""
-        from cdc_backfill.ingest.spark.kafka import capture_kafka
+        from cdc_backfill.ingest.spark.capture_kafka import capture_kafka
         from cdc_backfill.kafka.topics import Broker
 
         if caught_up:

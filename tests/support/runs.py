@@ -11,7 +11,7 @@ from tests.support.scripts import Encoder, Script, records, write_chunk, write_s
 def ingest_and_reconcile(spark: Any, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:
     """What a user runs: the new stream files into the log (``ingest``), then the reconcile; the
     collection's run summary."""
-    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.column_sources import ColumnSources
     from cdc_backfill.ingest.spark.job import ingest_landing
     from cdc_backfill.reconcile.spark.job import reconcile_landing
 

@@ -18,8 +18,8 @@ from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.verify.compare import RangeStats, Report, compare
-from cdc_backfill.verify.source import read_source
-from cdc_backfill.verify.spark.stats import range_stats
+from cdc_backfill.verify.source_side import read_source
+from cdc_backfill.verify.spark.range_stats import range_stats
 from tests.support.state import state_files, state_table
 
 

@@ -22,7 +22,7 @@ PURE = [
     "cdc_backfill.verify.ranges",
     "cdc_backfill.verify.compare",
     "cdc_backfill.verify.repair",
-    "cdc_backfill.verify.source",
+    "cdc_backfill.verify.source_side",
     "cdc_backfill.cli.verify",
 ]
 

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from cdc_backfill.pg.connect import SESSION_OPTIONS
+from cdc_backfill.pg.conninfo import SESSION_OPTIONS
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.verify import VerifyError, forms
 from cdc_backfill.verify.sql import SETTINGS

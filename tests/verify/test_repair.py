@@ -5,8 +5,8 @@ import json
 import pytest
 
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.signals.catalog import Catalog, TableInfo
 from cdc_backfill.signals.model import DATA_MAX, Signal
+from cdc_backfill.signals.source_tables import Catalog, TableInfo
 from cdc_backfill.signals.validate import validate
 from cdc_backfill.verify.ranges import Bound, key_ranges
 from cdc_backfill.verify.repair import collection_pattern, repair_signal

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.verify.repair import repair_signal
-from cdc_backfill.verify.source import read_source
+from cdc_backfill.verify.source_side import read_source
 from cdc_backfill.verify.sql import range_case_sql
 
 pytestmark = pytest.mark.pg

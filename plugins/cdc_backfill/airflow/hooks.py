@@ -231,7 +231,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
     def debezium_drain(self, landing: Path, until: tuple[str, ...] = (), max_seconds: float = 6 * 3600.0):  # type: ignore[no-untyped-def]
         """Run Debezium's connector (embedded, in this process) until everything committed so far has
         landed; with ``until``, first until Debezium said those snapshots (signal ids) ended."""
-        from cdc_backfill.capture.debezium.checks import start
+        from cdc_backfill.capture.debezium.preflight import start
 
         return start(
             self.debezium_settings(landing), drain=True, until_snapshots=until, max_seconds=max_seconds

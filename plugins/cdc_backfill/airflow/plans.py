@@ -1,6 +1,6 @@
 """Pure decisions behind the operators, sensor and trigger: signals from form values, the spark-submit
 application and arguments, whether the stream has passed a fence, whether Debezium's windows are done
-(``signals.windows``), and what a collection's progress rows say. No Airflow, no I/O: tested on what they return.
+(``signals.debezium_windows``), and what a collection's progress rows say. No Airflow, no I/O: tested on what they return.
 """
 
 from __future__ import annotations

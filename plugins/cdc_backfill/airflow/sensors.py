@@ -21,7 +21,7 @@ from cdc_backfill.airflow.triggers import (
     landed,
 )
 from cdc_backfill.capture.fence import stream_passed
-from cdc_backfill.signals import windows
+from cdc_backfill.signals import debezium_windows
 
 
 class CdcWindowsClosedSensor(BaseSensorOperator):
@@ -31,7 +31,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
     (``snapshots``: their results); done when the capture's landing zone holds a commit past the greatest
     fence (file names say how far it landed). ``engine="debezium"``: done when Debezium's windows in the
     signal table are all closed and no new one opened for ``quiet_seconds``
-    (:class:`cdc_backfill.signals.windows.WindowWatch`).
+    (:class:`cdc_backfill.signals.debezium_debezium_windows.WindowWatch`).
 
     ``capture="kafka"``: done when the Kafka topics have delivered the snapshot's end
     (:class:`CdcTopicsDeliveredTrigger`: Debezium's COMPLETED, then a marker through the signal table's
@@ -79,7 +79,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
         self.signal_id = signal_id
         self.topics = topics
         self.kafka_conn_id = kafka_conn_id
-        self._watch: windows.WindowWatch | None = None
+        self._watch: debezium_windows.WindowWatch | None = None
 
     def _mode(self) -> str:
         return plans.one_of(self.engine, "engine", plans.ENGINES)
@@ -109,7 +109,7 @@ class CdcWindowsClosedSensor(BaseSensorOperator):
                 self.log.info("Debezium reported the snapshot %s completed", self.signal_id)
                 return True
             if self._watch is None:
-                self._watch = windows.WindowWatch(self.quiet_seconds, self._baseline())
+                self._watch = debezium_windows.WindowWatch(self.quiet_seconds, self._baseline())
             scan = debezium_scan(
                 plans.optional_text(self.source_conn_id) or "", plans.optional_text(self.signal_table)
             )

@@ -13,7 +13,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from cdc_backfill.capture.fence import stream_passed
 from cdc_backfill.kafka.topics import BROKER_PATIENCE_S, BrokerUnavailable, KafkaError
 from cdc_backfill.lakepath import lake_path
-from cdc_backfill.signals import windows
+from cdc_backfill.signals import debezium_windows
 
 
 def landed(landing: str) -> tuple[int, int]:
@@ -32,10 +32,10 @@ def debezium_reported(landing: str, signal_id: str | None) -> str | None:
     return ended_snapshots(lake_path(landing)).get(signal_id) if signal_id else None
 
 
-def debezium_scan(source_conn_id: str, signal_table: str | None) -> windows.WindowScan:
+def debezium_scan(source_conn_id: str, signal_table: str | None) -> debezium_windows.WindowScan:
     from cdc_backfill.airflow.hooks import CdcSourceHook
 
-    return windows.scan_windows(CdcSourceHook(source_conn_id, signal_table).window_rows())
+    return debezium_windows.scan_windows(CdcSourceHook(source_conn_id, signal_table).window_rows())
 
 
 class CdcWindowsClosedTrigger(BaseTrigger):
@@ -86,7 +86,7 @@ class CdcWindowsClosedTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        watch = windows.WindowWatch(self.quiet_seconds, self.baseline_windows)
+        watch = debezium_windows.WindowWatch(self.quiet_seconds, self.baseline_windows)
         while True:
             # file and database reads block: off the triggerer's event loop
             if self.engine == "debezium":

@@ -63,8 +63,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_debezium(args: argparse.Namespace) -> int:
-    from cdc_backfill.capture.debezium.checks import debezium_status, start
-    from cdc_backfill.capture.debezium.embedded import DebeziumCaptureError, DebeziumRefused
+    from cdc_backfill.capture.debezium.connector import DebeziumCaptureError, DebeziumRefused
+    from cdc_backfill.capture.debezium.preflight import debezium_status, start
     from cdc_backfill.capture.debezium.settings import DebeziumConfigError, DebeziumSettings
 
     if args.action == "status":
@@ -115,7 +115,7 @@ def _cmd_debezium(args: argparse.Namespace) -> int:
 def _cmd_kafka(args: argparse.Namespace) -> int:
     from cdc_backfill.cli.reconcile import submit_and_relay
     from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
-    from cdc_backfill.ingest.columns import ColumnsError, read_column_types
+    from cdc_backfill.ingest.column_sources import ColumnsError, read_column_types
     from cdc_backfill.kafka.topics import PROPERTIES_ENV, Broker, KafkaError, partitions
     from cdc_backfill.spark.submit import capture_kafka_command, printed_command, submit_environ
 

@@ -14,7 +14,7 @@ from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from cdc_backfill.cli.reconcile import submit_and_relay
     from cdc_backfill.config import SOURCE_URL_ENV, ConfigError, resolve_source
-    from cdc_backfill.ingest.columns import ColumnsError, read_column_types
+    from cdc_backfill.ingest.column_sources import ColumnsError, read_column_types
     from cdc_backfill.landing.stream import InputError
     from cdc_backfill.reconcile.run_size import first_compiler_only_to_ingest
     from cdc_backfill.spark.submit import ingest_command, printed_command, submit_environ
@@ -55,7 +55,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 def _check_sample(args: argparse.Namespace, given: dict) -> None:  # type: ignore[type-arg]
     """The files' first records, typed by what the job would type them with (no catalog): a collection
     nothing describes is refused now, not after Spark's start-up."""
-    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.column_sources import ColumnSources
     from cdc_backfill.ingest.precheck import check_sample
     from cdc_backfill.landing.stream import ingest_paths
 

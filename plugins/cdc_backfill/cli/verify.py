@@ -2,7 +2,7 @@
 and with ``--repair`` send one execute-snapshot of the ranges that differ.
 
 Thin: the SQL, the ranges, the comparison and the repair signal are in ``cdc_backfill.verify``, the
-Spark side in ``cdc_backfill.verify.spark.stats``. Spark is imported only when the command runs.
+Spark side in ``cdc_backfill.verify.spark.range_stats``. Spark is imported only when the command runs.
 
 ``--repair`` re-reads the ranges that differ; a key in the state that the source no longer has goes
 when that snapshot finishes (its ranges are a condition on the key: phantom removal, docs/design.md §6 rule 7).
@@ -33,7 +33,7 @@ from cdc_backfill.verify.recheck import MAX_RECHECKS, ROUNDS
 
 if TYPE_CHECKING:
     from cdc_backfill.verify.compare import Report
-    from cdc_backfill.verify.source import SourceSide
+    from cdc_backfill.verify.source_side import SourceSide
 
 log = logging.getLogger(__name__)
 

@@ -326,7 +326,7 @@ def _reconcile_and_verify(run: _Run, stream: KafkaStream | None = None) -> None:
     from cdc_backfill.spark.packages import kafka_source
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.verify.ranges import DEFAULT_RANGES
-    from cdc_backfill.verify.spark.stats import verify_collection
+    from cdc_backfill.verify.spark.range_stats import verify_collection
 
     f = run.figures
     t2 = time.monotonic()

@@ -24,8 +24,8 @@ class KafkaStream:
     worker follows the source by itself: :meth:`start` and :meth:`stop` have nothing to do)."""
 
     def __init__(self, folder: Path, url: str, landing: LakePath, tables: tuple[str, ...]) -> None:
-        from cdc_backfill.kafka.connect import LocalConnect
-        from cdc_backfill.kafka.local import LocalKafka
+        from cdc_backfill.kafka.broker import LocalKafka
+        from cdc_backfill.kafka.connect_worker import LocalConnect
 
         self.url = url
         self.landing = landing
@@ -53,8 +53,8 @@ class KafkaStream:
 
     def land(self, spark: Any) -> dict[str, Any]:
         """``capture kafka --drain`` of the demo's topics into the landing, in the demo's session."""
-        from cdc_backfill.ingest.columns import ColumnSources, catalog_columns
-        from cdc_backfill.ingest.spark.kafka import capture_kafka
+        from cdc_backfill.ingest.column_sources import ColumnSources, catalog_columns
+        from cdc_backfill.ingest.spark.capture_kafka import capture_kafka
         from cdc_backfill.kafka.topics import Broker
 
         sources = ColumnSources(self.landing, DEFAULT_SIGNAL_TABLE, catalog_columns(self.url), None)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from cdc_backfill.events.model import ParseError, Quarantined
 from cdc_backfill.events.parse import ParseOptions, file_records, loads, parse_lines
-from cdc_backfill.ingest.columns import ColumnSources, Described
-from cdc_backfill.ingest.connect import described_from_json, wrapped_columns
+from cdc_backfill.ingest.column_sources import ColumnSources, Described
+from cdc_backfill.ingest.connect_schemas import described_from_json, wrapped_columns
 from cdc_backfill.landing.stream import event_files
 
 SAMPLE_RECORDS = 1000  # per file: enough to meet every collection of a usual topic file

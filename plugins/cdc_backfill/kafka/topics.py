@@ -2,7 +2,7 @@
 
 The driver asks these before Spark reads anything, so that a broker that is down, a pattern that
 matches nothing and offsets that retention deleted are refused in one line, with nothing landed. The
-records themselves are read by Spark's Kafka source (``ingest.spark.kafka``); this client only plans.
+records themselves are read by Spark's Kafka source (``ingest.spark.capture_kafka``); this client only plans.
 
 Client settings are written as Kafka's Java clients name them (``security.protocol``,
 ``sasl.mechanism``, ...), the names users know from Kafka Connect and Spark's ``kafka.`` options;

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from cdc_backfill.lakepath import parquet_schema
+from cdc_backfill.landing.event_log import read_schema
 from cdc_backfill.landing.layout import (
     LOG_DIR,
     SNAPSHOT_DIR,
     log_schema_file,
     snapshot_dir,
 )
-from cdc_backfill.landing.store import read_schema
 from cdc_backfill.pgtypes import PgColumn
 
 

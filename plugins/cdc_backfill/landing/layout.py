@@ -114,7 +114,7 @@ def staging_dir(landing: LakePath) -> LakePath:
 
 
 def typed_stage_dir(stage: LakePath | str, collection: str) -> LakePath:
-    """Where an ingest's workers write the log files they typed themselves (``ingest.typed``), inside the
+    """Where an ingest's workers write the log files they typed themselves (``ingest.arrow_typing``), inside the
     run's staging folder, beside Spark's own output of each collection."""
     return lake_path(stage) / "_typed" / collection
 

@@ -23,9 +23,9 @@ from cdc_backfill.eventlog.counts import COUNTS, event_counts
 from cdc_backfill.eventlog.schema import LINE, OP, ORIGIN, POSITION, TS_MS, UNCHANGED, LogVersion
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.landing.event_log import write_events
 from cdc_backfill.landing.layout import LOG_DIR
 from cdc_backfill.landing.manifests import commit_roll, remove_unlanded
-from cdc_backfill.landing.store import write_events
 from cdc_backfill.pg.csvtext import csv_row, text_table
 
 log = logging.getLogger(__name__)

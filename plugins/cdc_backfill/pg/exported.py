@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cdc_backfill.events.positions import pg_lsn
-from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.conninfo import libpq_dsn
 
 _SNAPSHOT_NAME = re.compile(r"^[0-9A-Fa-f-]+$")
 

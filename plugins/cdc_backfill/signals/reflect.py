@@ -1,4 +1,4 @@
-"""The source's catalog as signals see it (``signals.catalog``), read through SQLAlchemy's inspector in
+"""The source's catalog as signals see it (``signals.source_tables``), read through SQLAlchemy's inspector in
 bulk: one round of queries per schema, whatever the number of tables."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cdc_backfill.signals.catalog import DATABASE_QUALIFIED, Catalog, TableInfo
+from cdc_backfill.signals.source_tables import DATABASE_QUALIFIED, Catalog, TableInfo
 
 SYSTEM_SCHEMAS = {
     "postgresql": {"pg_catalog", "information_schema", "pg_toast"},

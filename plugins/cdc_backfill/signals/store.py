@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from cdc_backfill.config import mask_url, source_engine
-from cdc_backfill.signals.catalog import Catalog, collection_name
 from cdc_backfill.signals.model import ENGINE_TYPES, Signal, SignalError, check_row_limits
 from cdc_backfill.signals.reflect import read_catalog
+from cdc_backfill.signals.source_tables import Catalog, collection_name
 from cdc_backfill.signals.statuses import SignalStatus
 from cdc_backfill.signals.tables import DEFAULT_SCHEMAS, SIGNAL_TABLE, signal_tables, split_name, utc_now
 from cdc_backfill.signals.validate import ValidatedSignal, review, validate

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cdc_backfill.signals.catalog import Catalog, TableInfo
 from cdc_backfill.signals.model import (
     ENGINE_TYPES,
     EXECUTE,
@@ -20,6 +19,7 @@ from cdc_backfill.signals.model import (
     Signal,
     SignalError,
 )
+from cdc_backfill.signals.source_tables import Catalog, TableInfo
 from cdc_backfill.signals.statuses import SignalStatus
 
 CHUNK_MIN = 1

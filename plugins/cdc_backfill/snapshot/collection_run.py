@@ -14,7 +14,7 @@ import psycopg2
 import sqlalchemy as sa
 
 from cdc_backfill.pg.arrowrows import rows_connection
-from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data, window_data
 from cdc_backfill.signals.model import (
     SNAPSHOT_DONE,
@@ -29,8 +29,8 @@ from cdc_backfill.signals.statuses import UNFINISHED, RangeStatus
 from cdc_backfill.signals.validate import CollectionPlan
 from cdc_backfill.snapshot.chunks import count_chunks, land_chunk, read_events, write_watermark
 from cdc_backfill.snapshot.progress import HEARTBEAT_SECONDS, RangeProgress
+from cdc_backfill.snapshot.range_plan import plan_ranges
 from cdc_backfill.snapshot.range_reader import RangeReader
-from cdc_backfill.snapshot.ranges import plan_ranges
 from cdc_backfill.snapshot.shape import SnapshotError, TableShape, table_shape
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from pathlib import Path
 from cdc_backfill.config import source_engine
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.names import quoted_table
-from cdc_backfill.pg.connect import SESSION_OPTIONS
+from cdc_backfill.pg.conninfo import SESSION_OPTIONS
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import CollectionPlan

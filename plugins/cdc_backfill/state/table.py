@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_dataset, rmtree, same_file
 from cdc_backfill.landing.layout import CARRY_DIR, REMOVED_DIR
-from cdc_backfill.state.stats import file_stats
+from cdc_backfill.state.file_stats import file_stats
 from cdc_backfill.storage import delta_options
 
 log = logging.getLogger(__name__)

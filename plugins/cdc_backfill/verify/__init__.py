@@ -4,7 +4,7 @@ range, and re-snapshot only the ranges that differ.
 Pure modules (no Airflow, no Spark, no I/O): :mod:`.forms` (the canonical text of every value and the
 order of every key column, one rule for both sides), :mod:`.sql` (PostgreSQL statements as strings),
 :mod:`.ranges` (key ranges, the repair signal), :mod:`.compare` (results and the report). The only module
-here that talks to the database is :mod:`.source`; the Spark side is ``cdc_backfill.verify.spark.stats``.
+here that talks to the database is :mod:`.source`; the Spark side is ``cdc_backfill.verify.spark.range_stats``.
 
 A repair is a READ snapshot of the differing ranges: their rows are read again, and a key of the state
 that the source no longer has is removed when that snapshot finishes (its condition is on the key only:

@@ -1,7 +1,7 @@
 """One canonical text per value and one order per key column, written once for both sides (pure).
 
 The source computes them in SQL (:func:`canonical_sql`, :func:`order_sql`), Spark computes the same on the
-state (``cdc_backfill.verify.spark.stats`` follows :func:`value_form` / :func:`key_compare`), so a value hashes
+state (``cdc_backfill.verify.spark.range_stats`` follows :func:`value_form` / :func:`key_compare`), so a value hashes
 the same on both sides exactly when it is the same value.
 
 Canonical text of a value, by its form:
@@ -148,7 +148,7 @@ def order_sql(col: PgColumn, ref: str) -> str:
 
 
 def key_compare(col: PgColumn) -> str:
-    """What Spark compares a key column by (``cdc_backfill.verify.spark.stats``): the typed value (int, decimal,
+    """What Spark compares a key column by (``cdc_backfill.verify.spark.range_stats``): the typed value (int, decimal,
     float4, float8, bool), its canonical number (date, timestamp, timestamptz), its hex (bytea), the
     value without trailing blanks (bpchar), else the string."""
     form = value_form(col)

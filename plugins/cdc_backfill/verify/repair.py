@@ -18,7 +18,7 @@ from cdc_backfill.verify.ranges import KeyRange, runs
 from cdc_backfill.verify.sql import range_predicate
 
 if TYPE_CHECKING:
-    from cdc_backfill.verify.source import SourceSide
+    from cdc_backfill.verify.source_side import SourceSide
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from cdc_backfill.verify.forms import (
 )
 from cdc_backfill.verify.ranges import Bound, KeyRange
 
-# The snapshot engine's session (cdc_backfill.pg.connect.SESSION_OPTIONS, checked by a test), plus
+# The snapshot engine's session (cdc_backfill.pg.conninfo.SESSION_OPTIONS, checked by a test), plus
 # the two settings the statements here rely on: string literals without backslash escapes, and the
 # default interval text.
 SETTINGS: dict[str, str] = {

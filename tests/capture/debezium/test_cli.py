@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.capture.debezium import embedded as capture_module
+from cdc_backfill.capture.debezium import connector as capture_module
 from cdc_backfill.capture.debezium.batch_files import record_identity
-from cdc_backfill.capture.debezium.embedded import DebeziumCapture, DebeziumCaptureError
+from cdc_backfill.capture.debezium.connector import DebeziumCapture, DebeziumCaptureError
 from cdc_backfill.signals.store import SignalStore
 from tests.support.cli import cli
 from tests.support.debezium import dbz_drain, landed_records, require_engine, settings

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.capture.debezium.embedded import DebeziumCapture
+from cdc_backfill.capture.debezium.connector import DebeziumCapture
 from cdc_backfill.cli.main import main
 from cdc_backfill.landing.notifications import notifications_file
 from cdc_backfill.signals.store import SignalStore

@@ -91,7 +91,7 @@ def test_other_sources_configurations_pass_their_connector_classes_validation(
 ) -> None:
     """No server here: the connector class validates every property, and only its connection attempt
     (to a closed port) fails."""
-    from cdc_backfill.capture.debezium.embedded import connector_errors
+    from cdc_backfill.capture.debezium.connector import connector_errors
     from tests.support.debezium import require_engine
 
     require_engine()

@@ -15,8 +15,8 @@ import pytest
 
 from cdc_backfill.capture.postgres.loop import CRASH_ENV, PostgresCapture
 from cdc_backfill.events.positions import position_of_key
+from cdc_backfill.landing.event_log import log_files, read_schema
 from cdc_backfill.landing.manifests import landed_log_position
-from cdc_backfill.landing.store import log_files, read_schema
 from tests.support.pg import sql
 
 pytestmark = pytest.mark.pg

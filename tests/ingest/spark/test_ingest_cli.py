@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cdc_backfill.landing.event_log import log_files
 from cdc_backfill.landing.layout import ingested_stream_dir, stream_dir
-from cdc_backfill.landing.store import log_files
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.cli import cli
 from tests.support.pg import plain_url, sql

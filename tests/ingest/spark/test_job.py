@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_backfill.events.positions import position_of_key
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, read_column_types
+from cdc_backfill.ingest.column_sources import ColumnsError, ColumnSources, read_column_types
 from cdc_backfill.ingest.spark import job
 from cdc_backfill.ingest.spark.job import ingest_landing
+from cdc_backfill.landing.event_log import log_files, read_schema
 from cdc_backfill.landing.layout import ingested_stream_dir, rolls_dir, staging_dir, stream_dir
-from cdc_backfill.landing.store import log_files, read_schema
 from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.paths import FIXTURES

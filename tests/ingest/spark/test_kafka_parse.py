@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdc_backfill.events.positions import position_of_key
-from cdc_backfill.ingest.spark.kafka import KAFKA_COLUMNS, parse_kafka_batches
+from cdc_backfill.ingest.spark.capture_kafka import KAFKA_COLUMNS, parse_kafka_batches
 from tests.support.records import capture_record
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))

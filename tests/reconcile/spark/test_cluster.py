@@ -50,7 +50,7 @@ def test_the_reconcile_runs_on_a_standalone_cluster_over_s3(
     s3_spark_conf: Path,  # spark-submit's SPARK_CONF_DIR: the connector's jars, as a user's would be
     tmp_path: Path,
 ) -> None:
-    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.column_sources import ColumnSources
     from cdc_backfill.ingest.spark.job import ingest_landing
 
     s = Script()

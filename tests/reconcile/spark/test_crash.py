@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cdc_backfill.faults import RECONCILE_CRASH_ENV
-from cdc_backfill.ingest.columns import ColumnSources
+from cdc_backfill.ingest.column_sources import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.state.table import StateTable, current_version
 from tests.support.runs import ingest_and_reconcile, land_snapshot_of

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnSources
+from cdc_backfill.ingest.column_sources import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.dataworks import TABLES, History, deliveries, record, replay

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnSources
+from cdc_backfill.ingest.column_sources import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.landing.layout import debezium_dir, stream_dir
 from cdc_backfill.landing.notifications import record_notifications

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
+from cdc_backfill.ingest.column_sources import ColumnsError, ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.runs import nothing_new

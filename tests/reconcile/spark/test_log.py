@@ -63,8 +63,8 @@ def test_the_log_reconciles_to_the_source_in_one_run_and_in_several(
 def test_log_files_without_their_schema_document_are_refused_with_the_way_out(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     import json
 
+    from cdc_backfill.landing.event_log import describe
     from cdc_backfill.landing.layout import rolls_dir
-    from cdc_backfill.landing.store import describe
     from cdc_backfill.pgtypes import PgColumn
     from cdc_backfill.reconcile.spark.job import LandingError
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnSources
+from cdc_backfill.ingest.column_sources import ColumnSources
 from cdc_backfill.ingest.spark.job import ingest_landing
 from cdc_backfill.reconcile.spark.job import reconcile_landing
 from tests.support.scripts import ENCODERS, Encoder, Script, phantoms, records, write_chunk, write_stream_file

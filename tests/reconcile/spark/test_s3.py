@@ -97,10 +97,10 @@ def test_an_ingest_typed_by_the_parse_workers_lands_on_s3(
 ) -> None:  # type: ignore[no-untyped-def]
     """The parse's workers write the log files they typed into the staging folder on S3, and the ingest
     names them there: the log rows a local ingest typed by the JVM lands."""
-    from cdc_backfill.ingest.columns import ColumnSources
+    from cdc_backfill.ingest.column_sources import ColumnSources
     from cdc_backfill.ingest.spark import job
     from cdc_backfill.lakepath import read_parquet
-    from cdc_backfill.landing.store import log_files
+    from cdc_backfill.landing.event_log import log_files
     from cdc_backfill.pgtypes import PgColumn
 
     columns = [PgColumn("id", "bigint", 20), PgColumn("name", "text", 25), PgColumn("balance", "numeric(12,2)", 1700),

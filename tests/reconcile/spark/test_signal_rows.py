@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from cdc_backfill.events.positions import position_key, position_of_key
+from cdc_backfill.landing.event_log import read_schema
 from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
 from cdc_backfill.landing.spark.rows import collection_log_files, read_log_rows, signal_schema
-from cdc_backfill.landing.store import read_schema
 from cdc_backfill.reconcile.runs import landed_log_files
 from cdc_backfill.reconcile.signal_files import carried_signal_files, landed_signal_rows
 from cdc_backfill.reconcile.spark.merge import after_position, signal_rows

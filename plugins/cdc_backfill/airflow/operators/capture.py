@@ -92,7 +92,7 @@ class CdcCaptureDrainOperator(CdcOperator):
         return {"transactions": stats.transactions, "events": stats.events, "files": stats.files}
 
     def _debezium(self) -> dict[str, Any]:
-        from cdc_backfill.capture.debezium.embedded import DebeziumCaptureError, DebeziumRefused
+        from cdc_backfill.capture.debezium.connector import DebeziumCaptureError, DebeziumRefused
 
         until = ()
         if plans.optional_text(self.engine) == "debezium" and plans.optional_text(self.signal_id):

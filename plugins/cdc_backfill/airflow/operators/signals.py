@@ -11,11 +11,11 @@ from airflow.sdk.exceptions import AirflowSkipException
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.hooks import CdcKafkaHook, SourceNotConfigured
 from cdc_backfill.airflow.operators.base import CdcOperator, refuse
-from cdc_backfill.capture.debezium.embedded import DebeziumRefused
+from cdc_backfill.capture.debezium.connector import DebeziumRefused
 from cdc_backfill.kafka.topics import KafkaError
 from cdc_backfill.lakepath import lake_path
+from cdc_backfill.signals.debezium_windows import scan_windows
 from cdc_backfill.signals.model import SignalError, new_signal_id
-from cdc_backfill.signals.windows import scan_windows
 
 
 class CdcValidateSnapshotOperator(CdcOperator):

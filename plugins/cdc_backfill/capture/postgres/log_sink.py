@@ -27,8 +27,8 @@ from cdc_backfill.capture.postgres.sinks import (
     WriterSink,
 )
 from cdc_backfill.eventlog.schema import LogVersion
+from cdc_backfill.landing.event_log import describe
 from cdc_backfill.landing.manifests import landed_log_position
-from cdc_backfill.landing.store import describe
 from cdc_backfill.landing.writer import LogWriter
 from cdc_backfill.pg import pgoutput
 from cdc_backfill.pg.tuplecsv import tuple_csv

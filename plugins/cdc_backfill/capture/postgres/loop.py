@@ -51,7 +51,7 @@ from cdc_backfill.config import source_engine
 from cdc_backfill.faults import crash_point
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.pg import pgoutput
-from cdc_backfill.pg.connect import libpq_dsn
+from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.signals.marks import DRAIN_PREFIX
 
 __all__ = [

@@ -23,7 +23,8 @@ from cdc_backfill.eventlog.schema import POSITION, LogSchemaError
 from cdc_backfill.events.parse import ParseOptions
 from cdc_backfill.events.positions import position_of_key
 from cdc_backfill.faults import INGEST_CRASH_ENV, crash_point
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, Described, shape_mismatch
+from cdc_backfill.ingest.arrow_typing import Typing, readable
+from cdc_backfill.ingest.column_sources import ColumnsError, ColumnSources, Described, shape_mismatch
 from cdc_backfill.ingest.inputs import ingest_lock, move_ingested_stream, pending, remove_unnamed
 from cdc_backfill.ingest.spark.log_files import name_files, staged_files
 from cdc_backfill.ingest.spark.parse import QUARANTINE_COLUMNS, parse_landing_files, parse_local_files
@@ -34,8 +35,8 @@ from cdc_backfill.ingest.spark.totals import (
     marker_records,
     wrapped_descriptions,
 )
-from cdc_backfill.ingest.typed import Typing, readable
 from cdc_backfill.lakepath import S3Path, lake_path, rmtree
+from cdc_backfill.landing.event_log import describe, next_version
 from cdc_backfill.landing.layout import (
     LOG_DIR,
     log_version_dir,
@@ -45,7 +46,6 @@ from cdc_backfill.landing.layout import (
 )
 from cdc_backfill.landing.manifests import SCHEMA_CHANGES, commit_ingest
 from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
-from cdc_backfill.landing.store import describe, next_version
 from cdc_backfill.landing.stream import InputError, InputFile, ingest_paths
 from cdc_backfill.storage import s3_settings
 
@@ -59,7 +59,7 @@ NOT_LOGGED = ("before", "format", "snapshot")
 # tens of MB of Parquet; below that, a file an input file (the parse's tasks) would be many small ones
 EVENTS_PER_LOG_FILE = 500_000
 # A collection's events of one input file that its parse's worker types and writes as a log file of
-# their own (``ingest.typed``) at the fewest; fewer go the JVM's way with the rest of the run's few
+# their own (``ingest.arrow_typing``) at the fewest; fewer go the JVM's way with the rest of the run's few
 TYPED_MIN_EVENTS = 10_000
 
 
@@ -91,7 +91,7 @@ def log_file_rows(
 
 
 # ``parse(options, typing)``: the run's input parsed (``PARSED_SCHEMA`` rows); ``typing``, where the
-# input's workers may type and write log files themselves (``ingest.typed``), else None
+# input's workers may type and write log files themselves (``ingest.arrow_typing``), else None
 Parse = Callable[[ParseOptions, "Typing | None"], DataFrame]
 
 
@@ -148,7 +148,7 @@ def land(
         raise
     written = write_collections(parsed, landing, stage, run, described, sources.signal_table, totals, summary)
     summary["quarantined"] = sum(r["quarantined"] for r in totals.values())
-    # of the events, those the parse's workers typed themselves (``ingest.typed``)
+    # of the events, those the parse's workers typed themselves (``ingest.arrow_typing``)
     summary["typed_in_parse"] = sum(r["staged_events"] for r in totals.values())
     if summary["quarantined"]:
         summary["quarantine"] = quarantine(parsed, landing, run, summary["quarantined"])

@@ -35,10 +35,10 @@ from cdc_backfill.eventlog.schema import OPS
 from cdc_backfill.events.model import ROW_OPS, Quarantined, dumps
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, ParseOptions, file_records, parse_lines
 from cdc_backfill.events.positions import position_key
-from cdc_backfill.ingest.connect import wrapped_columns
+from cdc_backfill.ingest.arrow_typing import Staged, Typing, stage_typed
+from cdc_backfill.ingest.connect_schemas import wrapped_columns
 from cdc_backfill.ingest.plain import FORMAT as PLAIN_FORMAT
 from cdc_backfill.ingest.plain import PlainFile, parse_file, sparse_strings
-from cdc_backfill.ingest.typed import Staged, Typing, stage_typed
 
 # What the Python workers return: events and quarantined records in the same rows (with a reason).
 PARSED_SCHEMA = StructType(
@@ -200,7 +200,7 @@ class ParsedColumns:
 
 def _plain_batches(file: PlainFile, path: str, typing: Typing | None) -> Iterator[pa.RecordBatch]:
     """A file the C reader read (``ingest.plain``), as the parser's rows in batches; with ``typing``,
-    the events its workers typed and wrote (``ingest.typed``) as one row a log file, with their shapes."""
+    the events its workers typed and wrote (``ingest.arrow_typing``) as one row a log file, with their shapes."""
     n = file.count
     nulls = pa.nulls(n, pa.string())
     built = {

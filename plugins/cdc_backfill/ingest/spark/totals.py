@@ -15,9 +15,9 @@ from cdc_backfill.eventlog import counts
 from cdc_backfill.eventlog.schema import OPS
 from cdc_backfill.events.dataworks import SCHEMA_CHANGE
 from cdc_backfill.events.debezium import MISSING_KEY_PREFIX, missing_key_collection
-from cdc_backfill.ingest.columns import Described
-from cdc_backfill.ingest.connect import described_from_json
-from cdc_backfill.ingest.typed import TALLY
+from cdc_backfill.ingest.arrow_typing import TALLY
+from cdc_backfill.ingest.column_sources import Described
+from cdc_backfill.ingest.connect_schemas import described_from_json
 
 
 def collection_totals(parsed: DataFrame) -> DataFrame:

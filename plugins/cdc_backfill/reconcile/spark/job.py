@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.columns import collection_columns, landed_collections
+from cdc_backfill.landing.event_log import read_schema
 from cdc_backfill.landing.layout import log_schema_file, runs_dir
 from cdc_backfill.landing.notifications import debezium_notes
 from cdc_backfill.landing.spark.rows import (
@@ -31,7 +32,6 @@ from cdc_backfill.landing.spark.rows import (
     read_log_rows,
     signal_schema,
 )
-from cdc_backfill.landing.store import read_schema
 from cdc_backfill.landing.stream import unmoved_json_reason
 from cdc_backfill.reconcile.debezium_snapshots import unfinished
 from cdc_backfill.reconcile.runs import LandedLog, RunInput, landed_log_files, plan_run
@@ -39,7 +39,7 @@ from cdc_backfill.reconcile.signal_files import landed_signal_rows
 from cdc_backfill.reconcile.spark.runs import RunFrames, read_run, reconcile_run
 from cdc_backfill.reconcile.windows import SignalRow
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
-from cdc_backfill.spark.local import empty_frame
+from cdc_backfill.spark.driver_frames import empty_frame
 from cdc_backfill.spark.session import size_shuffle
 from cdc_backfill.state.spark.frames import write_version
 from cdc_backfill.state.table import StateTable, current_version

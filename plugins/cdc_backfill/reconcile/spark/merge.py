@@ -57,7 +57,7 @@ from cdc_backfill.reconcile.spark.winners import (
 from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow, Window, find_windows
 from cdc_backfill.signals.model import EXECUTE, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
-from cdc_backfill.spark.local import empty_frame, local_frame
+from cdc_backfill.spark.driver_frames import empty_frame, local_frame
 from cdc_backfill.spark.positions import key_literal
 
 ROW_OPS = ("c", "u", "d", "r")

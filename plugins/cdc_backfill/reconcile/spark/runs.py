@@ -47,7 +47,7 @@ from cdc_backfill.reconcile.spark.removals import (
 from cdc_backfill.reconcile.spark.winners import HAD_PREVIOUS, KEPT, READS_APPLIED, kept_keys
 from cdc_backfill.reconcile.windows import SignalRow, Window, closed_chunks, find_windows, run_marks
 from cdc_backfill.signals.marks import Mark
-from cdc_backfill.spark.local import parquet_files
+from cdc_backfill.spark.driver_frames import parquet_files
 from cdc_backfill.spark.positions import position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
 from cdc_backfill.state.table import StateVersion

@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from cdc_backfill.faults import RECONCILE_CRASH_ENV, crash_point
 from cdc_backfill.landing.layout import CARRY_ROWS, CARRY_SIGNALS
-from cdc_backfill.spark.local import empty_frame, parquet_files
+from cdc_backfill.spark.driver_frames import empty_frame, parquet_files
 from cdc_backfill.state.table import StateTable, StateVersion
 
 # Parquet timestamps as Delta's own writers store them (Spark's default, INT96, is deprecated in Parquet)

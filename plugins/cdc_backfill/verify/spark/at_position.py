@@ -31,13 +31,13 @@ from cdc_backfill.reconcile.spark.runs import read_run, reconcile_run
 from cdc_backfill.spark.positions import key_literal
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.recheck import ROUNDS
-from cdc_backfill.verify.spark.stats import compare_frame, current_state, no_state_reason
+from cdc_backfill.verify.spark.range_stats import compare_frame, current_state, no_state_reason
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
     from cdc_backfill.verify.compare import Report
-    from cdc_backfill.verify.source import SourceSide
+    from cdc_backfill.verify.source_side import SourceSide
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def verify_at_position(
     """Each collection's report, the source and the state both as of one exported position."""
     from cdc_backfill.pg.exported import exported_snapshot
     from cdc_backfill.spark.session import build_session
-    from cdc_backfill.verify.source import read_source
+    from cdc_backfill.verify.source_side import read_source
 
     for coll in collections:  # before the source is read: a typo is named at once
         if current_state(state_dir, coll) is None:

@@ -20,9 +20,9 @@ from cdc_backfill.state.spark.frames import read_version
 from cdc_backfill.verify import VerifyError
 from cdc_backfill.verify.compare import RangeStats, compare
 from cdc_backfill.verify.recheck import ROUNDS, pending, recheck
-from cdc_backfill.verify.source import SourceSide, read_source, read_stats, read_table
+from cdc_backfill.verify.source_side import SourceSide, read_source, read_stats, read_table
 from cdc_backfill.verify.spark.at_position import AtPosition, state_at
-from cdc_backfill.verify.spark.stats import current_state, frame_stats, no_state_reason
+from cdc_backfill.verify.spark.range_stats import current_state, frame_stats, no_state_reason
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -46,7 +46,7 @@ def _state_stats(
             raise VerifyError(no_state_reason(state_dir, collection))
         return frame_stats(read_version(spark, current), source)
     if stream_files(landing):  # a Debezium landing's batches: into the log first, as a reconcile would
-        from cdc_backfill.ingest.columns import ColumnSources
+        from cdc_backfill.ingest.column_sources import ColumnSources
         from cdc_backfill.ingest.spark.job import ingest_landing
 
         ingest_landing(spark, landing, None, ColumnSources(landing, signal_table))

@@ -29,13 +29,13 @@ from cdc_backfill.events.dataworks import is_dataworks
 from cdc_backfill.events.model import ParseError, Quarantined
 from cdc_backfill.events.parse import DEFAULT_OPTIONS, RECORD_EXCERPT, ParseOptions, loads, parse_record
 from cdc_backfill.events.positions import KEY_CHANGE_CREATE, KEY_CHANGE_DELETE, PgStream
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources
+from cdc_backfill.ingest.arrow_typing import Typing
+from cdc_backfill.ingest.column_sources import ColumnsError, ColumnSources
 from cdc_backfill.ingest.inputs import ingest_lock, remove_unnamed
-from cdc_backfill.ingest.kafka import OffsetRange, Plan, committed, plan, spark_offsets
+from cdc_backfill.ingest.kafka_offsets import OffsetRange, Plan, committed, plan, spark_offsets
 from cdc_backfill.ingest.rounds import Rounds
 from cdc_backfill.ingest.spark.job import empty_summary, land
 from cdc_backfill.ingest.spark.parse import PARSED_SCHEMA, ParsedColumns
-from cdc_backfill.ingest.typed import Typing
 from cdc_backfill.kafka.delivered import notification
 from cdc_backfill.kafka.topics import (
     Broker,
@@ -169,7 +169,7 @@ def ingest_kafka(
 ) -> dict[str, Any]:
     """Land the records ``todo`` reads (the caller holds the ingest lock, and planned from the landing's
     offsets under it) in the log, exactly once: its manifest records the offset ranges with the files
-    (``ingest.kafka``). ``after``: the greatest LSN landed before (``parse_kafka_batches``). A record that does not parse refuses the whole run (InputError, nothing
+    (``ingest.kafka_offsets``). ``after``: the greatest LSN landed before (``parse_kafka_batches``). A record that does not parse refuses the whole run (InputError, nothing
     landed), named by topic, partition and offset: a partition's later records must not land past it."""
     summary = {**empty_summary(run, files=0), "records": todo.records, "partitions": len(todo.ranges)}
     if not todo.ranges and not todo.lost:

@@ -22,7 +22,7 @@ import orjson
 from cdc_backfill.events.dataworks import dataworks_columns
 from cdc_backfill.events.debezium import record_schemas, with_schemas
 from cdc_backfill.events.model import ParseError
-from cdc_backfill.ingest.columns import Described, pg_type_name
+from cdc_backfill.ingest.column_sources import Described, pg_type_name
 from cdc_backfill.pgtypes import PgColumn
 
 _SEMANTIC = {

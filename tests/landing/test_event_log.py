@@ -10,7 +10,7 @@ import pytest
 
 from cdc_backfill.eventlog.schema import LogSchema, LogSchemaError
 from cdc_backfill.events.positions import position_key, position_of_key
-from cdc_backfill.landing.store import describe, log_files, read_schema, write_events
+from cdc_backfill.landing.event_log import describe, log_files, read_schema, write_events
 from cdc_backfill.pgtypes import PgColumn
 
 COLUMNS = (PgColumn("id", "integer", 23), PgColumn("amount", "numeric(12,2)", 1700))

@@ -21,7 +21,7 @@ from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.verify import forms
 from cdc_backfill.verify.compare import RangeStats, Report
 from cdc_backfill.verify.ranges import Bound, KeyRange
-from cdc_backfill.verify.source import SourceSide
+from cdc_backfill.verify.source_side import SourceSide
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -237,7 +237,7 @@ def verify_collection(
     """Read the source's ranges, then compare the collection's current state with them (Spark only once
     the source was read). Raises VerifyError when there is no state or its columns differ."""
     from cdc_backfill.verify import VerifyError
-    from cdc_backfill.verify.source import read_source
+    from cdc_backfill.verify.source_side import read_source
 
     current = current_state(state_dir, collection)
     if current is None:

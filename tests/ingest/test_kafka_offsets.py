@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cdc_backfill.ingest.kafka import (
+from cdc_backfill.ingest.kafka_offsets import (
     LOST_KEY,
     MANIFEST_KEY,
     OffsetRange,

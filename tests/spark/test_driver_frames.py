@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from cdc_backfill.spark.local import LISTING_THRESHOLD, empty_frame, local_frame, parquet_files
+from cdc_backfill.spark.driver_frames import LISTING_THRESHOLD, empty_frame, local_frame, parquet_files
 
 pytestmark = [pytest.mark.spark]
 

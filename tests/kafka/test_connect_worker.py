@@ -1,4 +1,4 @@
-"""Kafka Connect with Debezium's PostgreSQL connector (``cdc_backfill.kafka.connect``), for real: a
+"""Kafka Connect with Debezium's PostgreSQL connector (``cdc_backfill.kafka.connect_worker``), for real: a
 table's changes, an incremental snapshot, its watermarks and its notifications on topics, and a worker
 killed and started again."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_backfill.kafka.connect import LocalConnect
-from cdc_backfill.kafka.local import LocalKafka
+from cdc_backfill.kafka.broker import LocalKafka
+from cdc_backfill.kafka.connect_worker import LocalConnect
 from tests.support.kafka import (
     ConnectStarter,
     Record,

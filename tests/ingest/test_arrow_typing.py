@@ -1,4 +1,4 @@
-"""The worker's typing of a C-read file (``ingest.typed``) gives the rows the JVM's typing gives
+"""The worker's typing of a C-read file (``ingest.arrow_typing``) gives the rows the JVM's typing gives
 (``eventlog.spark.rows.as_log_rows``) for the same events, or leaves the events to the JVM: never a
 different value."""
 
@@ -14,8 +14,8 @@ import pytest
 from cdc_backfill.eventlog.schema import LogVersion
 from cdc_backfill.events.parse import DEFAULT_OPTIONS
 from cdc_backfill.ingest import plain
+from cdc_backfill.ingest.arrow_typing import json_type, typed_events
 from cdc_backfill.ingest.spark.parse import ARROW_SCHEMA, parse_contents
-from cdc_backfill.ingest.typed import json_type, typed_events
 from cdc_backfill.landing.spark.rows import as_log_rows
 from cdc_backfill.pgtypes import PgColumn
 from tests.support.records import capture_record, changed

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cdc_backfill.ingest.connect import ConnectSchemaError, columns_from_connect, pg_type_of
+from cdc_backfill.ingest.connect_schemas import ConnectSchemaError, columns_from_connect, pg_type_of
 from cdc_backfill.pgtypes import PgColumn
 from tests.support.paths import FIXTURES
 
@@ -58,7 +58,7 @@ def test_schemas_that_cannot_type_a_collection() -> None:
 
 
 def test_a_wrapped_line_gives_its_description_and_anything_else_none() -> None:
-    from cdc_backfill.ingest.connect import described_from_json, wrapped_columns
+    from cdc_backfill.ingest.connect_schemas import described_from_json, wrapped_columns
 
     event = json.loads((FIXTURES / "debezium_postgres_customers_with_schema.json").read_text())["events"][0]
     text = wrapped_columns(json.dumps(event).encode())

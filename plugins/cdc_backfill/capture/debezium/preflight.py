@@ -14,12 +14,12 @@ import sqlalchemy as sa
 
 from cdc_backfill.capture.binding import SlotBindingError, check_binding, forget_binding, record_binding
 from cdc_backfill.capture.debezium.batch_files import next_offset, waiting_batches
-from cdc_backfill.capture.debezium.drain import pg_marker_writer
-from cdc_backfill.capture.debezium.embedded import (
+from cdc_backfill.capture.debezium.connector import (
     CaptureSummary,
     DebeziumCapture,
     DebeziumRefused,
 )
+from cdc_backfill.capture.debezium.drain import pg_marker_writer
 from cdc_backfill.capture.debezium.jvm import debezium_available
 from cdc_backfill.capture.debezium.settings import DebeziumSettings, connector_of, offsets_file
 from cdc_backfill.capture.publication import slot_exists

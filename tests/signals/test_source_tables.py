@@ -9,9 +9,9 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.signals.catalog import Catalog, TableInfo
 from cdc_backfill.signals.model import AdditionalCondition, SignalError, execute_snapshot, stop_snapshot
 from cdc_backfill.signals.reflect import qualifying_database
+from cdc_backfill.signals.source_tables import Catalog, TableInfo
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.signals.validate import validate
 

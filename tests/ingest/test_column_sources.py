@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.ingest.columns import ColumnsError, ColumnSources, pg_type_name, read_column_types
+from cdc_backfill.ingest.column_sources import ColumnsError, ColumnSources, pg_type_name, read_column_types
 from cdc_backfill.pgtypes import PgColumn
 
 
@@ -66,7 +66,7 @@ def test_a_bad_column_type_file_says_what_is_wrong(tmp_path: Path, doc: object, 
 
 
 def test_columns_come_from_the_landing_then_the_catalog_then_the_file(tmp_path: Path) -> None:
-    from cdc_backfill.landing.store import describe
+    from cdc_backfill.landing.event_log import describe
 
     describe(tmp_path, "public.a", [PgColumn("id", "integer", 23)], ["id"])
     catalog = {"public.b": ([PgColumn("k", "text", 25)], ["k"])}

@@ -1,4 +1,4 @@
-"""The local Kafka broker (``cdc_backfill.kafka.local``), for real: a KRaft broker from Maven Central's
+"""The local Kafka broker (``cdc_backfill.kafka.broker``), for real: a KRaft broker from Maven Central's
 jars, records through it, a kill that keeps them, a start that fails saying why."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.kafka.local import LocalKafka, broker_ready, cluster_id
+from cdc_backfill.kafka.broker import LocalKafka, broker_ready, cluster_id
 from cdc_backfill.kafka.process import KafkaLocalError, free_port
 from tests.support.kafka import (
     Record,
