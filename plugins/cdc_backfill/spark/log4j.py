@@ -3,41 +3,18 @@ options, which carry it (pure; no pyspark import).
 
 Spark's default log4j2 profile logs at INFO to stderr: hundreds of ``INFO BlockManager ...`` lines per
 job, before the job's one summary line. Every entry point that starts a JVM (the session builder, the
-spark-submit command lines) points log4j2 at the file below instead; ``-v`` leaves Spark's default.
+spark-submit command lines) points log4j2 at ``log4j2-quiet.properties`` beside this module instead;
+``-v`` leaves Spark's default.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 
-QUIET_LOG4J2 = """\
-# cdc_backfill: Spark's log at WARN on stderr (the default profile logs INFO)
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
-# "Unable to load native-hadoop library": harmless, and on every start
-logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
-logger.nativecode.level = error
-"""
-
-
-def quiet_log4j2_file() -> Path:
-    """The quiet configuration as a file (written once per content, atomically, in the temp folder)."""
-    digest = hashlib.sha256(QUIET_LOG4J2.encode()).hexdigest()[:12]
-    path = Path(tempfile.gettempdir()) / f"cdc_backfill-log4j2-{digest}.properties"
-    if not path.exists():
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(QUIET_LOG4J2, encoding="utf-8")
-        os.replace(tmp, path)
-    return path
+# Spark's log at WARN on stderr, shipped with the package (the default profile logs INFO)
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2-quiet.properties")
 
 
 SPARK_LOG_LEVEL_ENV = "CDC_BACKFILL_SPARK_LOG_LEVEL"  # WARN by default; `-v` sets INFO
@@ -73,7 +50,7 @@ def driver_java_options(first_compiler_only: bool = False) -> str:
     the user's (``CDC_BACKFILL_DRIVER_JAVA_OPTIONS``), last, so that a JIT flag of theirs wins."""
     from cdc_backfill.spark.classes import archive_options
 
-    log4j = "" if spark_log_level() in _DETAILED else f"-Dlog4j2.configurationFile=file:{quiet_log4j2_file()}"
+    log4j = "" if spark_log_level() in _DETAILED else f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2}"
     jit = FIRST_COMPILER_ONLY if first_compiler_only else ""
     extra = os.environ.get(DRIVER_JAVA_OPTIONS_ENV, "").strip()
     gc = "" if _COLLECTOR.search(extra) else PARALLEL_GC
