@@ -11,7 +11,7 @@ import psycopg2
 import pytest
 import sqlalchemy as sa
 
-from cdc_backfill.pg.arrowrows import RowsError, plain_key, read_rows, rows_connection, text_columns
+from cdc_backfill.pg.arrowrows import RowsConnection, RowsError, plain_key, read_rows, text_columns
 from cdc_backfill.pg.catalog import table_columns
 from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.pg.csvtext import text_table
@@ -75,7 +75,7 @@ def edges(fresh_db: str) -> Iterator[tuple[Any, Any, list[PgColumn]]]:
             columns = table_columns(c, "public", "edges")
     finally:
         engine.dispose()
-    reader = rows_connection(libpq_dsn(fresh_db, replication=True))
+    reader = RowsConnection(libpq_dsn(fresh_db, replication=True))
     yield conn, reader, list(columns)
     reader.close()
     conn.close()

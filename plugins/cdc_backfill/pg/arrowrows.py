@@ -88,11 +88,6 @@ class RowsConnection:
         self.database.close()
 
 
-def rows_connection(dsn: str) -> RowsConnection:
-    """A connection to ``dsn`` (a libpq connection string) that reads queries' rows as Arrow."""
-    return RowsConnection(dsn)
-
-
 def read_rows(
     conn: RowsConnection, query: str, columns: Sequence[PgColumn], extra: Sequence[str] = ()
 ) -> pa.Table:
@@ -132,7 +127,7 @@ def lake_array(values: pa.ChunkedArray, col: PgColumn) -> pa.ChunkedArray:
 
 def _plain(values: pa.ChunkedArray) -> pa.ChunkedArray:
     """An extension column (the driver's JSON, or its opaque text of a numeric) as its storage."""
-    if isinstance(values.type, pa.ExtensionType) or hasattr(values.type, "storage_type"):
+    if isinstance(values.type, pa.BaseExtensionType):
         return pa.chunked_array([c.storage for c in values.chunks], values.type.storage_type)
     return values
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import psycopg2
 import sqlalchemy as sa
 
-from cdc_backfill.pg.arrowrows import rows_connection
+from cdc_backfill.pg.arrowrows import RowsConnection
 from cdc_backfill.pg.conninfo import libpq_dsn
 from cdc_backfill.signals.marks import DONE_SUFFIX, START_SUFFIX, done_data, start_data, window_data
 from cdc_backfill.signals.model import (
@@ -110,7 +110,7 @@ class CollectionRun:
         conn = psycopg2.connect(dsn)
         adbc_conn = None
         try:
-            adbc_conn = rows_connection(dsn)
+            adbc_conn = RowsConnection(dsn)
             reader = RangeReader(self.snapshot, self.sig, self.plan, shape, conn, adbc_conn)
             try:
                 while True:

@@ -1,19 +1,19 @@
-"""PostgreSQL capture: one replication loop over pgoutput, landing through a sink.
+"""PostgreSQL capture: one replication loop over pgoutput, landing the typed event log through its sink.
 
 The loop holds the replication connection: it sets up the publication and the slot, streams, decodes
 each pgoutput message once (a relation, a row change, a logical decoding message, a commit) and hands
-it to its sink (``capture.postgres.sinks``), rolls when the sink says a roll is due and confirms to the slot.
-Its sink lands the typed event log (``capture.postgres.log_sink``): this is what ``cdc-backfill capture postgres``,
-the Airflow hook and verify's catch-up run. An event's position is (commit LSN, LSN of the change), and
-the signal table is in the publication, so the snapshot engine's watermark rows land at their commit
-position among the other changes.
+it to its sink (``capture.postgres.sinks``, ``capture.postgres.log_sink``), rolls when the sink says a
+roll is due and confirms to the slot. This is what ``cdc-backfill capture postgres``, the Airflow hook
+and verify's catch-up run. An event's position is (commit LSN, LSN of the change), and the signal table
+is in the publication, so the snapshot engine's watermark rows land at their commit position among the
+other changes.
 
-Durability, the same for every sink: a roll makes the sink's files durable (the typed log: each
-collection's file, then the roll manifest naming them) before the slot is told (``flush_lsn``) that the transactions in them are safe; the slot then
-never sends them again. Only the end LSN of a transaction wholly landed is told (the loop rolls between
-transactions; a roll inside one, the typed log's before a new schema version, tells nothing of it). A
-crash in between makes the server send them again: the loop skips every event at or before the
-position the landing already holds (``CaptureSink.landed``), so no event is landed twice.
+Durability: a roll makes the log durable (each collection's file, then the roll manifest naming them)
+before the slot is told (``flush_lsn``) that the transactions in them are safe; the slot then never
+sends them again. Only the end LSN of a transaction wholly landed is told (the loop rolls between
+transactions; a roll inside one, the log's before a new schema version, tells nothing of it). A crash
+in between makes the server send them again: the loop skips every event at or before the position the
+landing already holds (``CaptureSink.landed``), so no event is landed twice.
 """
 
 from __future__ import annotations
