@@ -28,8 +28,8 @@ TEST_PG_URL_ENV = "CDC_BACKFILL_TEST_PG_URL"
 # (a trivial spark-submit: 6.8 s against 7.8-8.1 s, 7.1 CPU-s against 12.5). The shared session
 # (``spark`` below) keeps the default: it runs every test's queries, where the full compiler pays back
 # (tests/reconcile/spark/test_rules.py and test_formats.py: 156 s with the first compiler only, 136 s
-# without). A value the user set is kept.
-TEST_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# without). They replace the project's collector, so it is named again. A value the user set is kept.
+TEST_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 _JOB_OPTIONS_SET_HERE: list[bool] = []  # one entry when pytest_configure set it (not the user)
 _AIRFLOW_HOMES_MADE_HERE: list[str] = []  # removed when the run ends (116 of them had piled up in /tmp)
 

@@ -67,20 +67,6 @@ def test_reconcile_submit_is_the_cli_command_cut_for_spark_submit_operator() -> 
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("ingest", [False, True])
-def test_the_reconcile_tasks_arguments_read_back_as_given(ingest: bool) -> None:
-    """The reconcile task counts its run's rows from them (``reconcile.run_size``)."""
-    _, args = plans.reconcile_submit(
-        "s3://b/lake", "state", ["public.orders", "public.lines"], "public.sig", ingest
-    )
-    assert plans.reconcile_args(args) == plans.ReconcileArgs(
-        "s3://b/lake", "state", ("public.orders", "public.lines"), ingest
-    )
-    _, args = plans.reconcile_submit("lake", "state", [], "public.sig")
-    assert plans.reconcile_args(args) == plans.ReconcileArgs("lake", "state", (), False)
-    assert plans.reconcile_args(["--verbose"]) is None and plans.reconcile_args(["--landing"]) is None
-
-
 def test_a_kafka_capture_reads_its_topics_in_the_reconcile_job_named_by_its_arguments() -> None:
     form = {"collections": "public\\.orders", "landing_dir": "lake", "state_dir": "state", "capture": "kafka",
             "topics": " cdc\\..* ", "kafka_conn_id": ""}  # fmt: skip
@@ -91,9 +77,8 @@ def test_a_kafka_capture_reads_its_topics_in_the_reconcile_job_named_by_its_argu
         "lake", "state", ["public.orders"], "public.sig", kafka=("b:9092", "cdc\\..*")
     )
     assert "--packages" not in args  # the operator adds Spark's Kafka source; the arguments name the topics
-    assert plans.reconcile_args(args) == plans.ReconcileArgs(
-        "lake", "state", ("public.orders",), True, "cdc\\..*", "b:9092"
-    )
+    assert args[args.index("--topics") + 1] == "cdc\\..*"
+    assert args[args.index("--bootstrap-servers") + 1] == "b:9092"
 
 
 def test_the_stream_has_passed_a_fence_once_a_later_commit_landed() -> None:

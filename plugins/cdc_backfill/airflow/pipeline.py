@@ -165,10 +165,13 @@ def reconcile_tasks(spark_conn_id: str, source_conn_id: Any) -> dict[str, Any]:
     reconcile = CdcReconcileOperator(
         task_id="reconcile",
         conn_id=spark_conn_id,
-        application=pulled("validate", "reconcile_application"),
-        application_args=pulled("validate", "reconcile_args"),
+        landing_dir=pulled("validate", "landing_dir"),
+        state_dir=pulled("validate", "state_dir"),
+        collections=pulled("validate", "collections"),
+        signal_table=pulled("validate", "signal_table"),
+        capture=pulled("validate", "capture"),
+        topics=pulled("validate", "topics"),
         kafka_conn_id=pulled("validate", "kafka_conn_id"),
-        name="cdc_backfill_reconcile",
         trigger_rule=AFTER_SNAPSHOT,
     )
     # rows the stream never sent a value for: their keys are re-read by a snapshot of their own

@@ -185,39 +185,11 @@ def reconcile_submit(
     return cmd[at], [*cmd[at + 1 :], "--signal-table", signal_table]
 
 
-@dataclass(frozen=True)
-class ReconcileArgs:
-    """What a reconcile task's application arguments (:func:`reconcile_submit`) name."""
-
-    landing: str
-    state: str
-    collections: tuple[str, ...]
-    ingest: bool  # JSON to ingest first: the run's size is not known before the job
-    topics: str | None = None  # Kafka topics read first (their broker: ``bootstrap``)
-    bootstrap: str | None = None
-
-
-def reconcile_args(args: Sequence[str]) -> ReconcileArgs | None:
-    """The arguments :func:`reconcile_submit` gave, read back (as the task has them, rendered); None
-    for arguments it did not give (no landing or state named)."""
-    args = [str(a) for a in args]
-    if not all(flag in args[:-1] for flag in ("--landing", "--state")):
-        return None
-
-    def value(flag: str) -> str:
-        return args[args.index(flag) + 1]
-
-    names: list[str] = []
-    if "--collections" in args:
-        for part in args[args.index("--collections") + 1 :]:
-            if part.startswith("--"):
-                break
-            names.append(part)
-    kafka = "--topics" in args[:-1] and "--bootstrap-servers" in args[:-1]
-    return ReconcileArgs(
-        value("--landing"), value("--state"), tuple(names), "--ingest" in args or kafka,
-        value("--topics") if kafka else None, value("--bootstrap-servers") if kafka else None,
-    )  # fmt: skip
+def ingests_json(capture: str) -> bool:
+    """Whether the reconcile of a snapshot with the form's ``capture`` ingests the landing's JSON first:
+    Debezium lands the stream as JSON (the DAG's own drain, or another process's: ``capture debezium
+    --follow``, a Kafka Connect or Debezium Server sink)."""
+    return capture in ("debezium", "external")
 
 
 # ---------------------------------------------------------------- the stream and its fences

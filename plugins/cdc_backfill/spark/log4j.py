@@ -25,8 +25,8 @@ def spark_log_level() -> str:
     return os.environ.get(SPARK_LOG_LEVEL_ENV, "WARN").upper()
 
 
-# more options for the driver's JVM, after the project's own: each entry point sets the driver's options
-# itself (spark-submit's --driver-java-options replaces spark.driver.extraJavaOptions of
+# the driver JVM's options in place of the project's collector: each entry point sets the driver's
+# options itself (spark-submit's --driver-java-options replaces spark.driver.extraJavaOptions of
 # spark-defaults.conf), so this is where heap, GC or JIT flags go
 DRIVER_JAVA_OPTIONS_ENV = "CDC_BACKFILL_DRIVER_JAVA_OPTIONS"
 
@@ -38,23 +38,22 @@ FIRST_COMPILER_ONLY = "-XX:TieredStopAtLevel=1"
 # executor too. The typed reconcile of 1M events took 1.82-1.91 s against 2.00-2.64 s with G1 (3 pairs of
 # processes in turn, warm), its floor 1.22-1.30 s against 1.40-1.56 s; 10M ran in the default 2g heap
 # (14.96 s warm). G1's concurrent cycles took 0.8 s of a 6.6 s loop of scans (Flight Recorder), on
-# the 2 cores the tasks run on. A user's collector wins: the JVM refuses two.
+# the 2 cores the tasks run on.
 PARALLEL_GC = "-XX:+UseParallelGC"
-_COLLECTOR = re.compile(r"-XX:[+-]Use\w*GC\b")
 
 
 def driver_java_options(first_compiler_only: bool = False) -> str:
-    """The driver JVM's options: ``-Dlog4j2.configurationFile=...`` unless detail was asked for,
-    :data:`PARALLEL_GC` unless the user names a collector, Spark's class archive where there is one
-    (``spark.classes``: a faster start), :data:`FIRST_COMPILER_ONLY` for a job known to be short, and
-    the user's (``CDC_BACKFILL_DRIVER_JAVA_OPTIONS``), last, so that a JIT flag of theirs wins."""
+    """The driver JVM's options: ``-Dlog4j2.configurationFile=...`` unless detail was asked for, Spark's
+    class archive where there is one (``spark.classes``: a faster start), :data:`FIRST_COMPILER_ONLY`
+    for a job known to be short, then the user's (``CDC_BACKFILL_DRIVER_JAVA_OPTIONS``), last, so that
+    a JIT flag of theirs wins, where they are set; else :data:`PARALLEL_GC`. Options of theirs replace
+    the project's collector (the JVM refuses two), whatever they name."""
     from cdc_backfill.spark.classes import archive_options
 
     log4j = "" if spark_log_level() in _DETAILED else f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2}"
     jit = FIRST_COMPILER_ONLY if first_compiler_only else ""
-    extra = os.environ.get(DRIVER_JAVA_OPTIONS_ENV, "").strip()
-    gc = "" if _COLLECTOR.search(extra) else PARALLEL_GC
-    return " ".join(o for o in (log4j, gc, archive_options(), jit, extra) if o)
+    theirs = os.environ.get(DRIVER_JAVA_OPTIONS_ENV, "").strip()
+    return " ".join(o for o in (log4j, archive_options(), jit, theirs or PARALLEL_GC) if o)
 
 
 def with_driver_java_options(conf: dict[str, str]) -> dict[str, str]:

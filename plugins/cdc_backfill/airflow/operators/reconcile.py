@@ -11,24 +11,58 @@ from airflow.sdk import Context
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import prepare_runtime, refuse
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 
 class CdcReconcileOperator(SparkSubmitOperator):
-    """``SparkSubmitOperator`` of the reconcile job on the Spark connection ``conn_id``; its task log
-    shows the job's steps. When its arguments name Kafka topics, the job reads them first, with Spark's
-    Kafka source by its Maven coordinates and the settings of the Kafka connection ``kafka_conn_id`` in
-    its environment (never in its arguments, which the task log and ``ps`` show)."""
+    """``SparkSubmitOperator`` of the reconcile job over ``landing_dir`` into ``state_dir`` on the Spark
+    connection ``conn_id``; its task log shows the job's steps. ``capture`` is the form's: where it is
+    ``debezium`` or ``external`` the job ingests the landing's JSON first; where it is ``kafka`` the job
+    reads ``topics`` first, with Spark's Kafka source by its Maven coordinates and the settings of the
+    Kafka connection ``kafka_conn_id`` in its environment (never in its arguments, which the task log
+    and ``ps`` show)."""
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "kafka_conn_id")
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields,
+        "landing_dir",
+        "state_dir",
+        "collections",
+        "signal_table",
+        "capture",
+        "topics",
+        "kafka_conn_id",
+    )
 
-    def __init__(self, *, conn_id: str = "spark_default", kafka_conn_id: Any = None, **kwargs: Any) -> None:
-        super().__init__(conn_id=conn_id, **kwargs)
+    def __init__(
+        self,
+        *,
+        landing_dir: Any,
+        state_dir: Any,
+        collections: Any = (),
+        signal_table: Any = DEFAULT_SIGNAL_TABLE,
+        capture: Any = "drain",
+        topics: Any = None,
+        kafka_conn_id: Any = None,
+        conn_id: str = "spark_default",
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", "cdc_backfill_reconcile")
+        # the job and its arguments are made from the fields above once they are rendered (``execute``)
+        super().__init__(conn_id=conn_id, application="", **kwargs)
         self.spark_conn_id = conn_id
+        self.landing_dir = landing_dir
+        self.state_dir = state_dir
+        self.collections = collections
+        self.signal_table = signal_table
+        self.capture = capture
+        self.topics = topics
         self.kafka_conn_id = kafka_conn_id
 
     def execute(self, context: Context) -> None:
-        args = plans.reconcile_args(self.application_args or [])
-        if args is not None and args.topics:
+        capture = str(self.capture)
+        topics = plans.optional_text(self.topics) if capture == "kafka" else None
+        kafka = None
+        if topics:
             from cdc_backfill.airflow.hooks import CdcKafkaHook
             from cdc_backfill.kafka.topics import KafkaError
             from cdc_backfill.spark.packages import kafka_source
@@ -37,19 +71,31 @@ class CdcReconcileOperator(SparkSubmitOperator):
                 broker = CdcKafkaHook(plans.optional_text(self.kafka_conn_id) or plans.KAFKA_CONN_ID).broker()
             except KafkaError as exc:
                 raise refuse(exc) from exc
+            kafka = (broker.bootstrap, topics)
             self.packages = ",".join(p for p in (self.packages, kafka_source()) if p)
             self.env_vars = {**(self.env_vars or {}), **broker.environ()}
-        prepare_runtime(context, spark_conn_id=self.spark_conn_id, first_compiler_only=self._small())
+        landing, state, collections = (
+            str(self.landing_dir),
+            str(self.state_dir),
+            plans.as_list(self.collections),
+        )
+        signal_table = plans.optional_text(self.signal_table) or DEFAULT_SIGNAL_TABLE
+        ingest = plans.ingests_json(capture)
+        self.application, self.application_args = plans.reconcile_submit(
+            landing, state, collections, signal_table, ingest=ingest, kafka=kafka
+        )
+        small = _small(landing, state, collections, signal_table, ingest or kafka is not None)
+        prepare_runtime(context, spark_conn_id=self.spark_conn_id, first_compiler_only=small)
         super().execute(context)
 
-    def _small(self) -> bool:
-        """As the CLI decides (``reconcile.run_size``); arguments the project did not give keep both
-        compilers."""
-        from cdc_backfill.lakepath import lake_path
-        from cdc_backfill.reconcile.run_size import first_compiler_only
 
-        args = plans.reconcile_args(self.application_args or [])
-        if args is None:
-            return False
-        landing, state = lake_path(args.landing), lake_path(args.state)
-        return first_compiler_only(landing, state, args.collections, ingest=args.ingest)
+def _small(landing: str, state: str, collections: list[str], signal_table: str, ingest: bool) -> bool:
+    """As the CLI decides (``reconcile.run_size``): a run that reads few rows starts its driver with the
+    JIT's first compiler only. ``ingest``: the job reads JSON or topics first."""
+    from cdc_backfill.lakepath import lake_path
+    from cdc_backfill.landing.columns import landed_collections
+    from cdc_backfill.reconcile.run_size import first_compiler_only
+
+    root = lake_path(landing)
+    names = collections or (landed_collections(root, signal_table) if root.is_dir() else [])
+    return first_compiler_only(root, lake_path(state), names, ingest=ingest)

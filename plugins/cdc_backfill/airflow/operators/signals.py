@@ -22,7 +22,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
     """Check a snapshot request against the source's catalog without writing anything.
 
     Returns (one XCom per key): ``signal_id`` (new), ``collections`` (the resolved names, for mapping),
-    ``reconcile_args`` (the spark-submit arguments) and the normalised form values.
+    ``signal_table`` (the source's) and the normalised form values.
     """
 
     template_fields: Sequence[str] = (*plans.FORM_FIELDS, "source_conn_id", "signal_table")
@@ -68,7 +68,7 @@ class CdcValidateSnapshotOperator(CdcOperator):
             signal = request.signal(new_signal_id())
             self.log.info("source: %s", hook.describe())
             validated, signal_table = hook.check_signal(signal)
-            kafka = self._broker(request)
+            self._check_topics(request)
         except (SignalError, ValueError, SourceNotConfigured, KafkaError) as exc:
             raise refuse(exc) from exc
         for plan in validated.plans:
@@ -79,17 +79,10 @@ class CdcValidateSnapshotOperator(CdcOperator):
             )  # fmt: skip
         for path in (request.landing_dir, request.state_dir):
             lake_path(path).mkdir(parents=True, exist_ok=True)  # fails here, not after an hour of snapshot
-        # JSON waits in the landing when Debezium lands the stream: the DAG's own, or another process's
-        # (capture debezium --follow, a Kafka Connect or Debezium Server sink)
-        application, args = plans.reconcile_submit(
-            request.landing_dir, request.state_dir, validated.collections, signal_table,
-            ingest=request.capture in ("debezium", "external"), kafka=kafka,
-        )  # fmt: skip
         return {
             "signal_id": signal.id,
             "collections": list(validated.collections),
-            "reconcile_application": application,
-            "reconcile_args": args,
+            "signal_table": signal_table,
             "landing_dir": request.landing_dir,
             "state_dir": request.state_dir,
             "engine": request.snapshot_by,
@@ -101,16 +94,15 @@ class CdcValidateSnapshotOperator(CdcOperator):
             "kafka_conn_id": request.kafka_conn_id,
         }
 
-    def _broker(self, request: plans.SnapshotRequest) -> tuple[str, str] | None:
-        """(bootstrap servers, topics) of ``capture: kafka``, once the broker answered and the topics
-        matched: a broker that cannot be reached is refused before anything is written."""
+    def _check_topics(self, request: plans.SnapshotRequest) -> None:
+        """With ``capture: kafka``, the broker answers and the topics match: a broker that cannot be
+        reached is refused before anything is written."""
         if request.capture != "kafka" or not request.topics:
-            return None
+            return
         broker, count = CdcKafkaHook(request.kafka_conn_id).partitions(request.topics)
         self.log.info(
             "Kafka at %s: %s partition(s) of topics matching %s", broker.bootstrap, count, request.topics
         )
-        return broker.bootstrap, request.topics
 
 
 class CdcExecuteSnapshotOperator(CdcOperator):
