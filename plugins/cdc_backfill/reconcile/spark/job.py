@@ -61,8 +61,7 @@ def reconcile_landing(
 ) -> dict[str, Any]:
     """Reconcile every collection of the landing zone (or the given ones) into a new state version, and
     return the run's summary (also written to ``<state>/_runs/``), ``parallel`` collections at a time.
-    Each collection's state is a Delta table (``cdc_backfill.state.table``); one in the earlier folder
-    format is converted first, saying so.
+    Each collection's state is a Delta table (``cdc_backfill.state.table``).
     Raises LandingError when there is no landing zone, or when it holds JSON stream files not moved
     into the log yet."""
     landing, state_dir = lake_path(landing), lake_path(state)
