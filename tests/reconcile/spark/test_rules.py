@@ -15,8 +15,9 @@ from pyspark.sql import types as T
 from cdc_backfill.events.positions import position_key, position_of_key
 from cdc_backfill.landing.spark.rows import as_log_rows, as_signal_rows
 from cdc_backfill.pgtypes import PgColumn
-from cdc_backfill.reconcile.spark.merge import reconcile_parts
+from cdc_backfill.reconcile.spark.merge import reconcile_parts, signal_rows, truncates, typed_stream
 from cdc_backfill.reconcile.spark.winners import INSIDE, READS_APPLIED, kept_keys
+from cdc_backfill.reconcile.windows import find_windows
 from cdc_backfill.spark.positions import POSITION_TYPE
 from tests.support.reference import Change, ReadRow, reconcile
 
@@ -116,25 +117,25 @@ def reference_state(events: list[dict], reads: list[dict]) -> dict:
 def spark_keys(spark, events: list[dict], reads: list[dict], plan: str) -> DataFrame:  # type: ignore[no-untyped-def]
     """The Spark reconcile's merged keys (the state and the keys it lost), planned as ``plan`` says:
     "default" (nothing counted: every key with a buffer per column), "counted" (as a run plans it from
-    its counts: the rows that left a column out counted, their keys by column and the others by
-    winner, the READ keys broadcast, no truncate looked for where the history has none), "by winner"
-    (every key takes its winner whole: only right where no row left a column out)."""
+    its counts: the rows that left a column out counted, no truncate looked for where the history has
+    none), "by winner" (every key takes its winner whole: only right where no row left a column out),
+    "judged in the merge" (the READ rows judged in the merge's pass: no key has two READ rows, no
+    truncate, no row left a column out)."""
     ev_df = spark.createDataFrame(events, EVENT_SCHEMA)
     read_schema = "id int, v string, big string, _cdc_chunk_id string"
     reads_df = spark.createDataFrame(reads, read_schema) if reads else None
     rows, signals = as_log_rows(ev_df, COLL, COLUMNS, ["id"]), as_signal_rows(ev_df, SIG)
     own = [e for e in events if e["collection"] == COLL]
-    options = {
-        "default": {},
-        "counted": {
-            "left_out": sum(1 for e in own if e["op"] in ("c", "u", "r") and e["unchanged"]),
-            "few_reads": True,
-            "no_truncate": not any(e["op"] == "t" for e in own),
-        },
-        "by winner": {"left_out": 0},
-        "judged in the merge": {"left_out": 0, "few_reads": True, "no_truncate": True, "reads_once": True},
-    }[plan]
-    return reconcile_parts(rows, signals, reads_df, COLUMNS, ["id"], **options).keys
+    counted = sum(1 for e in own if e["op"] in ("c", "u", "r") and e["unchanged"])
+    left_out = {"default": None, "counted": counted, "by winner": 0, "judged in the merge": 0}[plan]
+    no_truncate = plan in ("counted", "judged in the merge") and not any(e["op"] == "t" for e in own)
+    stream = typed_stream(rows, COLUMNS, ["id"])
+    found = find_windows(signal_rows(signals))
+    truncs = None if no_truncate else truncates(rows)
+    return reconcile_parts(
+        stream, truncs, reads_df, found, COLUMNS, ["id"], left_out=left_out,
+        reads_once=plan == "judged in the merge",
+    ).keys  # fmt: skip
 
 
 def spark_state(spark, events: list[dict], reads: list[dict], plan: str) -> dict:  # type: ignore[no-untyped-def]

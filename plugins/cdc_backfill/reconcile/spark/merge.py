@@ -54,7 +54,7 @@ from cdc_backfill.reconcile.spark.winners import (
     merged_judging_reads,
     merged_keys,
 )
-from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow, Window, find_windows
+from cdc_backfill.reconcile.windows import SUFFIXES, SignalRow, Window
 from cdc_backfill.signals.model import EXECUTE, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.spark.driver_frames import empty_frame, local_frame
@@ -116,31 +116,20 @@ def truncates(rows: DataFrame) -> DataFrame:
 
 
 def judged_reads(
-    reads: DataFrame,
-    wins: DataFrame,
-    stream: DataFrame,
-    truncs: DataFrame | None,
-    key: Sequence[str],
-    few_reads: bool = False,
+    reads: DataFrame, wins: DataFrame, stream: DataFrame, truncs: DataFrame | None, key: Sequence[str]
 ) -> DataFrame:
-    """The READ rows whose window has closed, with their window (``_cdc_low``, ``_cdc_high``) and
-    ``_cdc_dropped``: the stream has an event for the row's key, or a truncate, strictly inside it
-    (``truncs`` None: the caller knows there is none).
-
-    A READ row waits (is left out) while its window is missing or open. The stream is joined once, by
-    key, and only its keys and positions. ``few_reads`` (the caller counted them): the READ rows' keys
-    and windows are broadcast and the stream passes them where it is read, with no shuffle; else Spark
-    plans the join (whose size estimates may broadcast the whole stream instead).
-    """
+    """§6 rules 1 and 2 on the READ rows: those whose window has closed, each with its window
+    (``_cdc_low``, ``_cdc_high``) and ``_cdc_dropped``: the stream has an event for the row's key, or a
+    truncate, strictly inside it (``truncs`` None: the caller knows there is none). A READ row waits
+    (is left out) while its window is missing or open. The stream is joined once, by key, and only its
+    keys and positions; Spark chooses how."""
     closed = wins.where(F.col("_cdc_high").isNotNull())
     r = in_windows(reads, wins)
     position = sort_position().alias("_cdc_p")
     touched = stream.select(*key, position)
-    windows_of = r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high")
-    hit = touched.join(F.broadcast(windows_of) if few_reads else windows_of, list(key))
+    hit = touched.join(r.select(*key, "_cdc_chunk_id", "_cdc_low", "_cdc_high"), list(key))
     hit = hit.where((F.col("_cdc_p") > F.col("_cdc_low")) & (F.col("_cdc_p") < F.col("_cdc_high")))
     by_key = hit.select(*key, "_cdc_chunk_id").distinct().withColumn("_cdc_hit", F.lit(True))
-    by_key = F.broadcast(by_key) if few_reads else by_key  # at most one row per READ row
     judged = r.join(by_key, [*key, "_cdc_chunk_id"], "left")
     if truncs is None:
         judged = judged.withColumn("_cdc_cut", F.lit(False))
@@ -275,68 +264,52 @@ class ReconcileParts:
 
 
 def reconcile_parts(
-    rows: DataFrame,
-    signals: DataFrame | None,
+    stream: DataFrame,
+    truncs: DataFrame | None,
     reads: DataFrame | None,
+    found: Sequence[Window],
     columns: Sequence[PgColumn],
     key: Sequence[str],
+    *,
     previous: DataFrame | None = None,
-    stream: DataFrame | None = None,
-    found: Sequence[Window] | None = None,
+    removed: DataFrame | None = None,
     touched_only: bool = False,
     key_changes: bool = False,
     left_out: int | None = None,
-    few_reads: bool = False,
-    no_truncate: bool = False,
     reads_once: bool = False,
     spans: Sequence[ReadSpan] | None = None,
-    removed: DataFrame | None = None,
 ) -> ReconcileParts:
-    """``rows``: the collection's log rows; ``signals``: the signal collection's (None: the caller gives
-    ``found``). ``stream``:
-    ``typed_stream(rows, ...)`` when the caller has it already; ``found``: the windows of the signal rows
-    (``reconcile.windows.find_windows``) when the caller found them; made a local frame only where the
-    READ rows are joined with them (a local relation costs the driver 50-70 ms).
+    """§6 in order, over one collection: the READ rows judged against the windows ``found`` (rules 1 and
+    2) beside the stream (``typed_stream``), the previous state and the remembered removals (rule 6);
+    the key changes' fills (rule 8); latest wins (rule 4). Phantoms (rule 7) are the caller's, on the
+    keys this returns.
 
-    ``touched_only``: the caller knows there are no READ rows and no truncate here. Then only the
-    previous state's rows of keys the stream names are merged again; every other row is the same in
-    the next state (its winner is itself), and passes through without a shuffle.
+    ``truncs``: the collection's truncates (``truncates``); None where the caller knows there are none
+    (each look is a scan of the log). ``removed``: the remembered removals of the keys the stream names,
+    as delete rows (``removals.removal_rows``). ``touched_only``: no READ rows and no truncate: only the
+    previous state's rows of keys the stream names are merged again, and every other row passes
+    through as it is (its winner is itself), without a shuffle. ``key_changes``: the run has creates
+    that left columns out (``key_changes``). ``left_out``: see :func:`merged_keys`.
 
-    ``key_changes``: the run has creates that left columns out (key changes of rows with an unchanged
-    TOAST value, see ``reconcile.spark.key_changes``): the new keys take the old keys' values.
-    ``left_out``: see :func:`merged_keys`; ``few_reads``: see :func:`judged_reads`. ``no_truncate``: the
-    caller knows the rows hold no truncate; the judgement and the merge then do not look for one (each
-    look is a scan of the log). ``reads_once``: no key has two READ rows (``reconcile.runs.reads_once``);
-    with few READ rows, no truncate and no row that left a column out, the READ rows are then judged in
-    the merge's own pass (``winners.merged_judging_reads``), and the stream is read once. ``spans``: see
-    :func:`reads_beside_stream`. ``removed``: the remembered removals of the keys the stream names, as
-    delete rows (``removals.removal_rows``)."""
-    if stream is None:
-        stream = typed_stream(rows, columns, key)
-    if found is None:
-        if signals is None:
-            raise ValueError("reconcile_parts: give the signal rows or the windows found in them")
-        found = find_windows(signal_rows(signals))
-    truncs = None if no_truncate else truncates(rows)
-    if (
-        reads is not None
-        and reads_once
-        and few_reads
-        and truncs is None
-        and left_out == 0
-        and not key_changes
-    ):
+    The one fast path: where no key has two READ rows (``reads_once``, ``reconcile.runs.reads_once``),
+    no truncate and no row that left a column out, rule 2 is judged inside rule 4's pass
+    (``winners.merged_judging_reads``), the stream marked where it is read (``spans``: see
+    :func:`reads_beside_stream`): the stream is read once and not joined. It stays because
+    ``bench.reconcile`` shows it worth more than a tenth of the run (docs/benchmarks.md)."""
+    if reads is not None and reads_once and truncs is None and left_out == 0 and not key_changes:
         parts = reads_beside_stream(reads, found, stream, columns, key, spans)
+        unjudged = F.lit(None).cast("boolean").alias(INSIDE)
         if previous is not None:
-            parts.append(previous_rows(previous, columns).withColumn(INSIDE, F.lit(None).cast("boolean")))
+            parts.append(previous_rows(previous, columns).select("*", unjudged))
         if removed is not None:
-            parts.append(removed.withColumn(INSIDE, F.lit(None).cast("boolean")))
-        merged = reduce(DataFrame.unionByName, parts)
-        return ReconcileParts(merged_judging_reads(merged, columns, key), stream)
+            parts.append(removed.select("*", unjudged))
+        return ReconcileParts(
+            merged_judging_reads(reduce(DataFrame.unionByName, parts), columns, key), stream
+        )
     parts = [stream]
     if reads is not None:
         wins = window_frame(stream.sparkSession, found)
-        parts += read_rows(judged_reads(reads, wins, stream, truncs, key, few_reads), columns)
+        parts += read_rows(judged_reads(reads, wins, stream, truncs, key), columns)
     untouched = None
     if previous is not None:
         if touched_only and reads is None:
@@ -346,9 +319,7 @@ def reconcile_parts(
         parts.append(previous_rows(previous, columns))
     if removed is not None:
         parts.append(removed)
-    merged = parts[0]
-    for p in parts[1:]:
-        merged = merged.unionByName(p)
+    merged = reduce(DataFrame.unionByName, parts)
     if key_changes:
         some = truncs if truncs is not None else empty_frame(stream.sparkSession, "position binary")
         merged = with_key_change_fills(merged, stream, some, columns, key, FILL_ONLY_PRIORITY)
@@ -375,16 +346,3 @@ def as_kept_keys(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
         F.lit(True).alias(HAD_PREVIOUS),
         F.lit(0).cast("long").alias(READS_APPLIED),
     )
-
-
-def reconcile_collection(
-    rows: DataFrame,
-    signals: DataFrame,
-    reads: DataFrame | None,
-    columns: Sequence[PgColumn],
-    key: Sequence[str],
-    previous: DataFrame | None = None,
-) -> DataFrame:
-    """The state of one collection from its log rows, the signal rows, its landed READ rows and a
-    previous state."""
-    return reconcile_parts(rows, signals, reads, columns, key, previous).state

@@ -30,6 +30,7 @@ from cdc_backfill.reconcile.spark.merge import (
     carry,
     reconcile_parts,
     signal_rows,
+    truncates,
     typed_stream,
     unknown_columns,
     window_frame,
@@ -184,15 +185,13 @@ def reconcile_run(
     reads_total = sum(footers.rows.values())
     closed = closed_chunks(window_rows)
     reads_judged = sum(n for c, n in footers.rows.items() if c in closed)
-    small = touched_only and totals["applied"] < SMALL_RUN
+    spans = stream_spans(footers.spans, window_rows, columns, key)
     parts = reconcile_parts(
-        new_rows, None, frames.reads, columns, key, previous,
-        # not cached: the READ judgement reads only its keys and positions, which Parquet reads alone
-        stream=stream, found=window_rows, touched_only=touched_only, key_changes=totals["left_out"] > 0,
-        # a small run's merge is small: by column, without counting
-        left_out=None if small else left_out_rows(totals, frames.carry_rows, previous),
-        few_reads=reads_total <= FEW_READS, no_truncate=no_truncate, reads_once=reads_once(footers.key_ranges),
-        spans=stream_spans(footers.spans, window_rows, columns, key),
+        stream, None if no_truncate else truncates(new_rows), frames.reads, window_rows, columns, key,
+        previous=previous, touched_only=touched_only, key_changes=totals["left_out"] > 0,
+        left_out=left_out_rows(totals, frames.carry_rows, previous),
+        # the fast path marks the stream by the chunks' spans, else by a broadcast of the READ rows' keys
+        reads_once=reads_once(footers.key_ranges) and (spans is not None or reads_total <= FEW_READS), spans=spans,
         removed=removal_rows(frames.removed, stream, columns, key) if frames.removed is not None else None,
     )  # fmt: skip
     state, counted = state_of(parts.keys, snapshots.removals)
@@ -253,9 +252,6 @@ def touched_files(version: StateVersion, stream: DataFrame, key: Sequence[str]) 
     found = rows.join(named, same, "left_semi").select("_cdc_file").distinct().collect()
     by_path = {same_file(f): f for f in version.files}
     return sorted(by_path[same_file(r[0])] for r in found)
-
-
-SMALL_RUN = 100_000  # events of a run without READ rows whose merge is not worth a count to plan it
 
 
 FEW_READS = 1_000_000  # READ rows whose keys and windows the judgement broadcasts (about 100 MB at most)

@@ -2,16 +2,14 @@
 (``merge.reconcile_parts`` feeds it the stream, the judged READ rows and the previous state, each row
 with ``_cdc_present``, ``_cdc_deleted`` and the sort key's columns (``sort_key``): position, priority, file, line).
 
-Most keys take their winner whole, one buffer per key as the bare floor does; only keys with a row that
-left a value column out (an unchanged TOAST column) keep a buffer per column, to take each column from
-the last row that sent it.
+Where no row left a value column out, each key takes its winner whole, one buffer per key as the bare
+floor does; else each key keeps a buffer per column, to take each column from the last row that sent
+it.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
-from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -54,35 +52,15 @@ def merged_keys(
     typed state with ``_cdc_position`` and ``_cdc_unknown``.
 
     ``left_out``: how many rows (at most) left a value column out (an unchanged TOAST column, a previous
-    state's unknown column, a key change's create), when the caller has counted them. Only the keys of
-    such rows need a buffer per column (:func:`merged_by_column`); every other key takes its winner whole
-    (:func:`merged_by_winner`), one buffer per key, as the bare floor does. 0: one pass by winner; up to
-    ``SPLIT_LIMIT``: those keys (broadcast) by column, the others by winner; more, or None (not counted):
-    every key by column. ``truncs`` None: the caller knows there is no truncate.
+    state's unknown column, a key change's create), when the caller has counted them. 0: every key takes
+    its winner whole (:func:`merged_by_winner`), one buffer per key, as the bare floor does; else, or
+    None (not counted), every key keeps a buffer per column (:func:`merged_by_column`). ``truncs`` None:
+    the caller knows there is no truncate.
     """
     values = [c.name for c in columns if c.name not in key]
     if not values or left_out == 0:
         return merged_by_winner(rows, truncs, columns, key)
-    if left_out is None or left_out > SPLIT_LIMIT:
-        return merged_by_column(rows, truncs, columns, key)
-    # counted, hence few: broadcast, so that the other keys keep their partial aggregation
-    flagged = F.broadcast(
-        rows.where(~F.col("_cdc_deleted") & ~all_sent(values))
-        .select(*[F.col(k).alias(f"_cdc_k{i}") for i, k in enumerate(key)])
-        .distinct()
-    )
-    same = [rows[k].eqNullSafe(flagged[f"_cdc_k{i}"]) for i, k in enumerate(key)]
-    whole = merged_by_winner(rows.join(flagged, same, "left_anti"), truncs, columns, key)
-    return whole.unionByName(merged_by_column(rows.join(flagged, same, "left_semi"), truncs, columns, key))
-
-
-SPLIT_LIMIT = 1_000_000  # rows that left columns out, beyond which their keys are not broadcast
-
-
-def all_sent(values: Sequence[str]) -> Column:
-    """True for a row that sent every value column."""
-    present = F.col("_cdc_present")
-    return reduce(operator.and_, [present.getField(n) for n in values], F.lit(True))
+    return merged_by_column(rows, truncs, columns, key)
 
 
 def competes() -> Column:
