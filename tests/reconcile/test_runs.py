@@ -43,6 +43,9 @@ def test_a_landing_with_json_stream_files_is_refused_with_the_ingest_command(tmp
     assert f"`cdc-backfill ingest --landing '{landing}'`" in reason  # quoted: the folder has a space
     assert "reconcile with --ingest" in reason
     assert ingest_hint(Path("lake")) == "cdc-backfill ingest --landing lake"
+    assert (
+        ingest_hint(Path("lake"), "public.cdc_signal") == "cdc-backfill ingest --landing lake"
+    )  # the default
     # a signal table the user named goes into the command too: without it the ingest cannot type its rows
     assert (
         ingest_hint(Path("lake"), "s.cdc_signal")

@@ -31,8 +31,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         return 2
     # refused here, before a Spark session starts; the job refuses the same. With --ingest the JSON is
     # the job's first step, and a collection it alone holds is known only after it.
-    named = args.signal_table if args.signal_table != DEFAULT_SIGNAL_TABLE else None
-    unmoved = None if args.ingest else unmoved_json_reason(landing, named)
+    unmoved = None if args.ingest else unmoved_json_reason(landing, args.signal_table)
     if unmoved:
         print(f"cdc-backfill reconcile: {unmoved}", file=sys.stderr)
         return 2

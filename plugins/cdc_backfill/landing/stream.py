@@ -12,6 +12,7 @@ from pathlib import Path
 from cdc_backfill.lakepath import LakePath
 from cdc_backfill.landing.layout import STREAM_SUFFIXES, stream_dir
 from cdc_backfill.landing.manifests import landed_log_position, roll_manifests
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 
 _CHUNK = 8 << 20  # bytes read at a time for a file's fingerprint
 
@@ -26,7 +27,7 @@ def stream_files(landing: Path) -> list[str]:
 def unmoved_json_reason(landing: Path, signal_table: str | None = None) -> str | None:
     """Why the landing zone cannot be reconciled yet, if it holds JSON stream files: the reconcile
     reads the typed log only, and ``ingest`` moves them into it (pure but for listing the folder).
-    ``signal_table``: one the user named, which the printed ``ingest`` needs too."""
+    ``signal_table``: the run's, which the printed ``ingest`` names where it is not the default."""
     files = stream_files(landing)
     if not files:
         return None
@@ -39,8 +40,12 @@ def unmoved_json_reason(landing: Path, signal_table: str | None = None) -> str |
 
 def ingest_hint(landing: Path, signal_table: str | None = None) -> str:
     """The command that moves a landing zone's JSON stream files into its log, as the user runs it
-    (with the signal table the user named, if any)."""
-    named = f" --signal-table {shlex.quote(signal_table)}" if signal_table else ""
+    (with the signal table where it is not the default)."""
+    named = (
+        f" --signal-table {shlex.quote(signal_table)}"
+        if signal_table not in (None, DEFAULT_SIGNAL_TABLE)
+        else ""
+    )
     return f"cdc-backfill ingest --landing {shlex.quote(str(landing))}{named}"
 
 

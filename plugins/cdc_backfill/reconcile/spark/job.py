@@ -108,7 +108,7 @@ def planned_runs(
         raise LandingError(
             f"no landing zone at {landing}: give the folder the capture and snapshots write to"
         )
-    unmoved = unmoved_json_reason(landing, signal_table if signal_table != DEFAULT_SIGNAL_TABLE else None)
+    unmoved = unmoved_json_reason(landing, signal_table)
     if unmoved:
         raise LandingError(unmoved)
     names = list(collections) if collections else landed_collections(landing, signal_table)
