@@ -217,7 +217,7 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
     """A previous state as rows at the positions they are as of, before a stream event there (the same
     event, replayed from the carry); its unknown columns count as not sent."""
     names = [c.name for c in columns]
-    unknown = unknown_columns(previous)
+    unknown = F.col("_cdc_unknown")
     return previous.select(
         *names,
         F.struct(*[(~F.array_contains(unknown, n)).alias(n) for n in names]).alias("_cdc_present"),
@@ -329,19 +329,12 @@ def reconcile_parts(
     return ReconcileParts(keys, stream)
 
 
-def unknown_columns(previous: DataFrame) -> Column:
-    """A previous state's ``_cdc_unknown`` (never null; empty for states written before it existed)."""
-    if "_cdc_unknown" not in previous.columns:
-        return F.array().cast("array<string>")
-    return F.coalesce(F.col("_cdc_unknown"), F.array().cast("array<string>"))
-
-
 def as_kept_keys(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
     """Previous state rows as :func:`merged_keys` would give them back when nothing else names them."""
     return previous.select(
         *[c.name for c in columns],
         "_cdc_position",
-        unknown_columns(previous).alias("_cdc_unknown"),
+        "_cdc_unknown",
         F.lit(True).alias(KEPT),
         F.lit(True).alias(HAD_PREVIOUS),
         F.lit(0).cast("long").alias(READS_APPLIED),
