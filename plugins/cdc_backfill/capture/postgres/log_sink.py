@@ -15,7 +15,7 @@ position is the greatest a manifest names.
 
 from __future__ import annotations
 
-from cdc_backfill.capture.postgres.sinks import (
+from cdc_backfill.capture.postgres.changes import (
     DELETE,
     INSERT,
     TRUNCATE,
@@ -24,7 +24,6 @@ from cdc_backfill.capture.postgres.sinks import (
     RelationSchema,
     SinkOptions,
     Txn,
-    WriterSink,
 )
 from cdc_backfill.eventlog.schema import LogVersion
 from cdc_backfill.landing.event_log import describe
@@ -38,7 +37,7 @@ EVENT_BYTES = 100  # about, an event of the log: a roll of roll_bytes holds roll
 
 
 class LogRelation:
-    """One relation as the typed log sink encodes it (a ``capture.postgres.sinks.SinkRelation``)."""
+    """One relation as the sink encodes it: what ``describe`` returns, and the loop calls ``encode`` of."""
 
     __slots__ = ("collection", "empty_line", "encode", "encode_insert", "key_idx", "names", "version")
 
@@ -55,9 +54,9 @@ class LogRelation:
         self.encode = self.encode_insert = tuple_csv
 
 
-class TypedLogSink(WriterSink):
-    """The capture's typed event log sink (a ``capture.postgres.sinks.CaptureSink``): events buffered per
-    collection by a ``LogWriter``, landed at each roll."""
+class TypedLogSink:
+    """The capture's typed event log sink: events buffered per collection by a ``LogWriter``, landed at
+    each roll. ``open`` is called once the slot is the loop's; every write follows."""
 
     def __init__(self, options: SinkOptions) -> None:
         self.landing = options.landing
@@ -67,6 +66,7 @@ class TypedLogSink(WriterSink):
         self._versions: dict[str, LogVersion] = {}  # each collection's current log schema version
 
     def landed(self) -> tuple[int, ...]:
+        """The landed position: the loop skips every event at or before it."""
         return landed_log_position(self.landing) or (0, 0)
 
     def open(self) -> None:
@@ -91,6 +91,9 @@ class TypedLogSink(WriterSink):
         self, rel: LogRelation, st: Txn, lsn: int, op: str, new: Encoded | None, old: Encoded | None,
         old_is_key: bool,
     ) -> int:  # fmt: skip
+        """A row change at (``st.commit_lsn``, ``lsn``) of ``rel``: ``new`` and ``old`` are what
+        ``rel.encode`` returned (``old`` only with an old tuple; ``old_is_key``: it holds only the key).
+        Returns how many events it landed: a key change lands two."""
         # encoded tuples are (CSV line, unchanged column indexes, key fields, position)
         if op == INSERT or op == UPDATE:
             line, unchanged, _, _ = new  # type: ignore[misc]
@@ -122,3 +125,23 @@ class TypedLogSink(WriterSink):
         # not an event: only the position it stands at, so that the landed position passes it (the
         # Airflow sensor's fence is such a message, in a transaction of its own)
         self.writer.advance((commit, lsn))
+
+    def commit(self, end_lsn: int) -> None:
+        self.writer.commit_done(end_lsn)
+
+    @property
+    def due(self) -> bool:
+        """A roll is due (by size or age)."""
+        return self.writer.due
+
+    def roll(self) -> int:
+        """Land what is written, durably; return the end LSN the slot may now be told."""
+        return self.writer.roll()
+
+    @property
+    def files_written(self) -> int:
+        return self.writer.files_written
+
+    def abandon(self) -> None:
+        """Drop what is not landed (it was not confirmed: it comes again)."""
+        self.writer.abandon()

@@ -2,7 +2,7 @@
 
 The loop holds the replication connection: it sets up the publication and the slot, streams, decodes
 each pgoutput message once (a relation, a row change, a logical decoding message, a commit) and hands
-it to its sink (``capture.postgres.sinks``, ``capture.postgres.log_sink``), rolls when the sink says a
+it to its sink (``capture.postgres.log_sink``; what it decodes: ``capture.postgres.changes``), rolls when the sink says a
 roll is due and confirms to the slot. This is what ``cdc-backfill capture postgres``, the Airflow hook
 and verify's catch-up run. An event's position is (commit LSN, LSN of the change), and the signal table
 is in the publication, so the snapshot engine's watermark rows land at their commit position among the
@@ -13,7 +13,7 @@ before the slot is told (``flush_lsn``) that the transactions in them are safe; 
 sends them again. Only the end LSN of a transaction wholly landed is told (the loop rolls between
 transactions; a roll inside one, the log's before a new schema version, tells nothing of it). A crash
 in between makes the server send them again: the loop skips every event at or before the position the
-landing already holds (``CaptureSink.landed``), so no event is landed twice.
+landing already holds (``TypedLogSink.landed``), so no event is landed twice.
 """
 
 from __future__ import annotations
@@ -33,18 +33,17 @@ import psycopg2
 import psycopg2.extras
 import sqlalchemy as sa
 
-from cdc_backfill.capture.postgres.log_sink import TypedLogSink
-from cdc_backfill.capture.postgres.relations import relation_schema, set_up_source
-from cdc_backfill.capture.postgres.sinks import (
+from cdc_backfill.capture.postgres.changes import (
     DELETE,
     INSERT,
     KEY_CHANGE,
     TRUNCATE,
     UPDATE,
-    CaptureSink,
     SinkOptions,
     Txn,
 )
+from cdc_backfill.capture.postgres.log_sink import TypedLogSink
+from cdc_backfill.capture.postgres.relations import relation_schema, set_up_source
 from cdc_backfill.capture.postgres.slot_status import capture_status
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, DEFAULT_SLOT, CaptureError, SlotInUse
 from cdc_backfill.config import source_engine
@@ -106,10 +105,10 @@ class PostgresCapture:
         self.signal_table = signal_table
         self.stats = CaptureStats()
         self.sa_engine = source_engine(url, isolation_level="AUTOCOMMIT")
-        self.sink: CaptureSink = TypedLogSink(
+        self.sink = TypedLogSink(
             SinkOptions(self.landing, slot, roll_bytes, roll_seconds)
         )  # opened by run(), once setup() found the landing the slot's
-        self._relations: dict[int, Any] = {}  # relid -> the sink's SinkRelation
+        self._relations: dict[int, Any] = {}  # relid -> the sink's LogRelation
         self._stop = False
         self._skip_to = self.sink.landed()
 

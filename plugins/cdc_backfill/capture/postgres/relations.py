@@ -16,7 +16,7 @@ from cdc_backfill.capture.binding import (
     forget_binding,
     record_binding,
 )
-from cdc_backfill.capture.postgres.sinks import RelationSchema
+from cdc_backfill.capture.postgres.changes import RelationSchema
 from cdc_backfill.capture.publication import (
     choose_tables,
     ensure_publication,
