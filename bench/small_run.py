@@ -32,6 +32,7 @@ from cdc_backfill.reconcile.run_size import first_compiler_only
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.signals.model import Signal
 from cdc_backfill.signals.store import SignalStore
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from cdc_backfill.spark.submit import reconcile_command, submit_environ
 
@@ -120,7 +121,7 @@ def _reconcile(work: Path) -> None:
     """The reconcile as the Airflow task runs it."""
     landing, state = work / "log", work / "state"
     # the product's choice of the driver's compiler (reconcile.run_size), as the task and the CLI make it
-    small = first_compiler_only(landing, state, TABLES, ingest=False)
+    small = first_compiler_only(landing, state, TABLES, DEFAULT_SIGNAL_TABLE, ingest=False)
     _submit(reconcile_command(str(landing), str(state), master=MASTER, small=small))
 
 

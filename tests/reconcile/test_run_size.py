@@ -20,6 +20,7 @@ from cdc_backfill.reconcile.run_size import (
     rows_to_read,
     small_run,
 )
+from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from tests.support.state import write_state
 
 ORDERS, TAGS = "public.orders", "public.tags"
@@ -75,15 +76,21 @@ def test_a_job_that_ingests_json_first_counts_it_by_its_bytes(
     own.mkdir(parents=True)
     (own / "a.jsonl").write_bytes(b"x" * 1000)
     _manifest(landing, (1, 5), 100)
-    assert first_compiler_only(landing, state, [ORDERS], ingest=True)
+    assert first_compiler_only(landing, state, [ORDERS], DEFAULT_SIGNAL_TABLE, ingest=True)
     monkeypatch.setattr(run_size, "SMALL_RUN_ROWS", 100 + 1000 // JSON_EVENT_BYTES)
-    assert first_compiler_only(landing, state, [ORDERS], ingest=True)  # its JSON as events: at the limit
+    assert first_compiler_only(
+        landing, state, [ORDERS], DEFAULT_SIGNAL_TABLE, ingest=True
+    )  # its JSON as events: at the limit
     monkeypatch.setattr(run_size, "SMALL_RUN_ROWS", 100 + 1000 // JSON_EVENT_BYTES - 1)
-    assert not first_compiler_only(landing, state, [ORDERS], ingest=True)
-    assert first_compiler_only(landing, state, [ORDERS])  # a job that does not ingest does not count it
+    assert not first_compiler_only(landing, state, [ORDERS], DEFAULT_SIGNAL_TABLE, ingest=True)
+    assert first_compiler_only(
+        landing, state, [ORDERS], DEFAULT_SIGNAL_TABLE
+    )  # a job that does not ingest does not count it
     monkeypatch.setattr(run_size, "SMALL_INGEST_BYTES", 999)
     monkeypatch.setattr(run_size, "SMALL_RUN_ROWS", SMALL_RUN_ROWS)
-    assert not first_compiler_only(landing, state, [ORDERS], ingest=True)  # more JSON than a small job's
+    assert not first_compiler_only(
+        landing, state, [ORDERS], DEFAULT_SIGNAL_TABLE, ingest=True
+    )  # more JSON than a small job's
 
 
 def test_an_ingest_is_small_by_the_bytes_of_its_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -53,23 +53,18 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
     )
 
 
-def _collections(args: argparse.Namespace) -> list[str]:
-    """The collections the run reconciles: those asked for, else every one landed."""
-    from cdc_backfill.landing.columns import landed_collections
-
-    return args.collections or landed_collections(lake_path(args.landing), args.signal_table)
-
-
 def _nothing_new(args: argparse.Namespace) -> bool:
     """A run that would change nothing (with ``--ingest``: and has no JSON to ingest) is not run: no
     Spark, no new version (older ones stay kept). Its summary says so, in the job's form."""
+    from cdc_backfill.landing.columns import landed_collections
     from cdc_backfill.landing.stream import ingest_paths
     from cdc_backfill.reconcile.runs import nothing_new
 
     landing = lake_path(args.landing)
     if args.print_command or (args.ingest and ingest_paths(landing, None)):
         return False
-    if not nothing_new(landing, lake_path(args.state), _collections(args)):
+    collections = args.collections or landed_collections(landing, args.signal_table)
+    if not nothing_new(landing, lake_path(args.state), collections):
         return False
     print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
           file=sys.stderr)  # fmt: skip
@@ -82,7 +77,11 @@ def _small(args: argparse.Namespace) -> bool:
     from cdc_backfill.reconcile.run_size import first_compiler_only
 
     return first_compiler_only(
-        lake_path(args.landing), lake_path(args.state), _collections(args), ingest=args.ingest
+        lake_path(args.landing),
+        lake_path(args.state),
+        args.collections or [],
+        args.signal_table,
+        ingest=args.ingest,
     )
 
 

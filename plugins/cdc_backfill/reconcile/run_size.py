@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from cdc_backfill.landing.columns import landed_collections
 from cdc_backfill.landing.stream import bytes_to_ingest
 from cdc_backfill.reconcile.runs import chunk_footers, landed_log_files, plan_run
 from cdc_backfill.state.table import StateError, current_version
@@ -68,16 +69,20 @@ def small_run(rows: int | None) -> bool:
     return rows is not None and rows <= SMALL_RUN_ROWS
 
 
-def first_compiler_only(landing: Path, state: Path, collections: Iterable[str], ingest: bool = False) -> bool:
-    """Whether a reconcile of ``collections`` starts its driver with the JIT's first compiler only (the
-    CLI's and the Airflow task's one decision). ``ingest``: the job ingests the landing's ``stream/``
-    first; its JSON counts as at most one event every :data:`JSON_EVENT_BYTES`."""
+def first_compiler_only(
+    landing: Path, state: Path, collections: Iterable[str], signal_table: str, ingest: bool = False
+) -> bool:
+    """Whether a reconcile of ``collections`` (none: every one landed) starts its driver with the JIT's
+    first compiler only (the CLI's and the Airflow task's one decision). ``ingest``: the job ingests
+    the landing's ``stream/`` first; its JSON counts as at most one event every
+    :data:`JSON_EVENT_BYTES`."""
 
     def judge() -> tuple[bool, str]:
         json_bytes = bytes_to_ingest(landing, None, SMALL_INGEST_BYTES) if ingest else 0
         if json_bytes > SMALL_INGEST_BYTES:
             return False, f"ingests more than {SMALL_INGEST_BYTES:,} bytes of JSON first"
-        rows = rows_to_read(landing, state, collections)
+        names = list(collections) or (landed_collections(landing, signal_table) if landing.is_dir() else [])
+        rows = rows_to_read(landing, state, names)
         if rows is None:
             return False, "reads an unknown number of rows"
         rows += json_bytes // JSON_EVENT_BYTES

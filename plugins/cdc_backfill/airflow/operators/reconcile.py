@@ -84,18 +84,16 @@ class CdcReconcileOperator(SparkSubmitOperator):
         self.application, self.application_args = plans.reconcile_submit(
             landing, state, collections, signal_table, ingest=ingest, kafka=kafka
         )
-        small = _small(landing, state, collections, signal_table, ingest or kafka is not None)
+        from cdc_backfill.lakepath import lake_path
+        from cdc_backfill.reconcile.run_size import first_compiler_only
+
+        # a run that reads few rows starts its driver with the JIT's first compiler only, as the CLI's
+        small = first_compiler_only(
+            lake_path(landing),
+            lake_path(state),
+            collections,
+            signal_table,
+            ingest=ingest or kafka is not None,
+        )
         prepare_runtime(context, spark_conn_id=self.spark_conn_id, first_compiler_only=small)
         super().execute(context)
-
-
-def _small(landing: str, state: str, collections: list[str], signal_table: str, ingest: bool) -> bool:
-    """As the CLI decides (``reconcile.run_size``): a run that reads few rows starts its driver with the
-    JIT's first compiler only. ``ingest``: the job reads JSON or topics first."""
-    from cdc_backfill.lakepath import lake_path
-    from cdc_backfill.landing.columns import landed_collections
-    from cdc_backfill.reconcile.run_size import first_compiler_only
-
-    root = lake_path(landing)
-    names = collections or (landed_collections(root, signal_table) if root.is_dir() else [])
-    return first_compiler_only(root, lake_path(state), names, ingest=ingest)
