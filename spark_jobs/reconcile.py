@@ -1,6 +1,6 @@
 """spark-submit entry point: reconcile landed stream events and READ chunks into versioned states.
 
-Thin: parse arguments, build the session, call ``cdc_backfill.reconcile.spark.job.reconcile_landing``, print its
+Thin: parse arguments, build the session, call ``cdc_backfill.reconcile.spark.job.reconcile_job``, print its
 summary. Each run reads only the log rolled after the collection's current state and the READ chunks it
 has not judged, plus the carry that state left (see cdc_backfill.reconcile.runs).
 """
@@ -12,15 +12,11 @@ import json
 import logging
 import sys
 
-from cdc_backfill.ingest.column_sources import ColumnsError, job_sources
-from cdc_backfill.ingest.rounds import Rounds
-from cdc_backfill.ingest.spark.capture_kafka import capture_rounds
-from cdc_backfill.ingest.spark.job import ingest_landing
+from cdc_backfill.ingest.column_sources import ColumnsError
 from cdc_backfill.kafka.topics import Broker, KafkaError, ReadFailed
-from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.stream import InputError
 from cdc_backfill.logs import setup_logging
-from cdc_backfill.reconcile.spark.job import LandingError, reconcile_landing
+from cdc_backfill.reconcile.spark.job import LandingError, reconcile_job
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
 from cdc_backfill.spark.session import build_session
 from cdc_backfill.state.table import StateError
@@ -50,7 +46,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.verbose)
-    landing = lake_path(args.landing)
     try:
         broker = Broker.from_environ(args.bootstrap_servers) if args.topics else None
     except KafkaError as exc:
@@ -58,15 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spark = build_session("cdc_backfill_reconcile")
     try:
-        if broker is not None and args.topics:  # in the same session: one JVM for both
-            sources = job_sources(landing, args.signal_table)
-            read = capture_rounds(spark, landing, broker, args.topics, sources, Rounds(None))
-            log.info("read %s record(s) of the topics first", read.get("records", 0))
-        if args.ingest:  # in the same session: one JVM for both
-            sources = job_sources(landing, args.signal_table)
-            ingested = ingest_landing(spark, landing, None, sources)
-            log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
-        summary = reconcile_landing(spark, args.landing, args.state, args.collections, args.signal_table)
+        summary = reconcile_job(
+            spark, args.landing, args.state, args.collections, args.signal_table,
+            ingest=args.ingest, topics=(broker, args.topics) if broker is not None else None,
+        )  # fmt: skip
     except (LandingError, ColumnsError, InputError, KafkaError) as exc:
         log.error("%s", exc)
         return 1 if isinstance(exc, ReadFailed) else 2

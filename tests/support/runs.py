@@ -8,6 +8,28 @@ from typing import Any
 from tests.support.scripts import Encoder, Script, records, write_chunk, write_stream_file
 
 
+def reconcile_here(
+    spark: Any, landing: Path, state: Path, collections: list[str] | None = None, *, ingest: bool = False
+) -> dict[str, Any]:
+    """What ``cdc-backfill reconcile --landing LANDING --state STATE`` (with ``ingest``: ``--ingest``)
+    runs, in the test session's Spark instead of a JVM of its own: the run's summary."""
+    from cdc_backfill.reconcile.spark.job import reconcile_job
+
+    return reconcile_job(spark, landing, state, collections, ingest=ingest)
+
+
+def ingest_here(spark: Any, landing: Path) -> dict[str, Any]:
+    """What ``cdc-backfill ingest --landing LANDING`` runs, in the test session's Spark: its summary;
+    fails where nothing landed (where the command exits 1)."""
+    from cdc_backfill.ingest.column_sources import job_sources
+    from cdc_backfill.ingest.spark.job import ingest_landing
+    from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
+
+    summary = ingest_landing(spark, landing, None, job_sources(landing, DEFAULT_SIGNAL_TABLE))
+    assert not summary.get("nothing_landed"), summary
+    return summary
+
+
 def ingest_and_reconcile(spark: Any, landing: Path, state: Path, enc: Encoder) -> dict[str, Any]:
     """What a user runs: the new stream files into the log (``ingest``), then the reconcile; the
     collection's run summary."""

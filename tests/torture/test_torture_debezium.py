@@ -23,6 +23,7 @@ from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import dbz_drain, require_engine, run_until_a_chunk, settings
 from tests.support.judge import assert_state_is_source, overlap
 from tests.support.pg import plain_url, send, sql
+from tests.support.runs import reconcile_here
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.torture, pytest.mark.debezium]
@@ -43,8 +44,8 @@ def cli_ok(*args: str) -> None:
     assert main(list(args)) == 0, args
 
 
-def ingest_and_reconcile() -> None:
-    cli_ok("reconcile", "--landing", "lake", "--state", "state", "--ingest")  # one job: ingest, reconcile
+def ingest_and_reconcile(spark, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    reconcile_here(spark, folder / "lake", folder / "state", ingest=True)  # one job: ingest, reconcile
 
 
 def runs_removed(state: Path) -> tuple[int, dict[str, dict[str, str]]]:
@@ -71,7 +72,7 @@ def test_debezium_state_equals_the_source_under_random_concurrent_writes(
     monkeypatch.chdir(tmp_path)  # the commands as a user types them, beside the landing
     first = send(url, *PATTERNS)  # the rows there before the stream
     dbz_drain(url, s, until=(first,))
-    ingest_and_reconcile()
+    ingest_and_reconcile(spark, tmp_path)
     for stmt in LOSE:
         sql(url, stmt)
 
@@ -86,7 +87,7 @@ def test_debezium_state_equals_the_source_under_random_concurrent_writes(
     finally:
         writers.stop()
     dbz_drain(url, s)
-    ingest_and_reconcile()
+    ingest_and_reconcile(spark, tmp_path)
     removed, said = runs_removed(tmp_path / "state")
     # a notification without the batch file landed before it would never count (nor remove anything)
     notes = read_notifications(tmp_path / "lake")
@@ -100,7 +101,7 @@ def test_debezium_state_equals_the_source_under_random_concurrent_writes(
     rereads = tuple(re.findall(r"execute-snapshot (\S+) written", capsys.readouterr().out))
     if rereads:
         dbz_drain(url, s, until=rereads)
-        ingest_and_reconcile()
+        ingest_and_reconcile(spark, tmp_path)
     print(f"seed {seed_value} ({watermarking}): {removed} phantoms removed, {len(rereads)} re-read signals")
     assert removed > 0, f"the lost deletes were removed: {said}"
     assert_state_is_source(url, tmp_path / "state", TABLES)

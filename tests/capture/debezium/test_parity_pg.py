@@ -21,6 +21,7 @@ from cdc_backfill.signals.store import SignalStore
 from tests.support.debezium import dbz_drain, require_engine, settings
 from tests.support.judge import assert_state_is_source
 from tests.support.pg import plain_url, send, sql
+from tests.support.runs import reconcile_here
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow, pytest.mark.debezium]
@@ -42,7 +43,7 @@ def last_run(state: Path) -> dict:
 
 
 def test_lost_deletes_are_removed_after_a_finished_debezium_snapshot(
-    fresh_db: str, tmp_path: Path, monkeypatch
+    spark, fresh_db: str, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     require_engine()
     url = fresh_db
@@ -50,15 +51,14 @@ def test_lost_deletes_are_removed_after_a_finished_debezium_snapshot(
     s = settings(url, tmp_path / "lake", ORDERS)
     SignalStore(url).init()
     dbz_drain(url, s)  # the slot and the publication: the stream starts here
-    monkeypatch.chdir(tmp_path)
     first = send(url, "public\\.orders")  # the rows that were there before the stream: a first snapshot
     dbz_drain(url, s, until=(first,))
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state", ingest=True)
     assert_state_is_source(url, tmp_path / "state", ORDERS)
     for stmt in LOSE:
         sql(url, stmt)
     dbz_drain(url, s)
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state", ingest=True)
     assert last_run(tmp_path / "state")["phantoms_removed"] == 0  # the lost deletes are still in the state
 
     writers = Writers(url, seed_value=5).start()  # inserting, updating, deleting, changing keys
@@ -67,7 +67,7 @@ def test_lost_deletes_are_removed_after_a_finished_debezium_snapshot(
     writers.stop()
     assert done.snapshots == {sid: "COMPLETED"}
     dbz_drain(url, s)
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state", ingest=True)
     run = last_run(tmp_path / "state")
     assert run["phantoms_removed"] >= 100, run  # the 100 rows deleted while the table was out
     assert run["snapshots"][sid] == "rows before its start removed"
@@ -78,7 +78,7 @@ def test_lost_deletes_are_removed_after_a_finished_debezium_snapshot(
 # cut every key change between two files, whose second starts with the delete carried over.
 @pytest.mark.parametrize("batches", ["one", "of_one_record"])
 def test_key_changes_of_toasted_rows_complete_without_a_re_read(
-    fresh_db: str, tmp_path: Path, monkeypatch, capsys, batches: str
+    spark, fresh_db: str, tmp_path: Path, monkeypatch, capsys, batches: str
 ) -> None:  # type: ignore[no-untyped-def]
     require_engine()
     url = fresh_db
@@ -89,7 +89,7 @@ def test_key_changes_of_toasted_rows_complete_without_a_re_read(
     monkeypatch.chdir(tmp_path)
     first = send(url, "public\\.orders")
     dbz_drain(url, s, until=(first,))
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state", ingest=True)
     # the doc stays unchanged: PostgreSQL's stream leaves it out of the new key's row; a chain too
     sql(url, "UPDATE orders SET id = id + 100000 WHERE doc IS NOT NULL AND id % 4 = 0",
         "UPDATE orders SET id = id + 100000 WHERE id BETWEEN 100000 AND 100100")  # fmt: skip
@@ -99,7 +99,7 @@ def test_key_changes_of_toasted_rows_complete_without_a_re_read(
         dbz_drain(url, replace(s, extra={**s.extra, "max.batch.size": "1"}))
         carried = [p for p in (tmp_path / "lake").rglob("dbz-*.jsonl") if b'{"follows":' in p.read_bytes()]
         assert len(carried) >= 50  # each key change's create in a file of its own, after its delete
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state", ingest=True)
     assert_state_is_source(url, tmp_path / "state", ORDERS)
     capsys.readouterr()
     assert main(["signal", "reread", "--state", "state", "--source", plain_url(url)]) == 0

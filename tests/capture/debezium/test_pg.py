@@ -26,6 +26,7 @@ from tests.support.debezium import (
 )
 from tests.support.judge import assert_state_is_source, overlap
 from tests.support.pg import plain_url, send
+from tests.support.runs import ingest_here, reconcile_here
 from tests.support.tamper import corrupt_one_row
 from tests.support.workload import Writers, seed
 
@@ -60,25 +61,25 @@ def test_debezium_snapshot_under_writers_with_a_restart(
     dbz_drain(url, s)
 
     monkeypatch.chdir(tmp_path)  # the commands as a user types them, in the landing's parent folder
-    assert main(["ingest", "--landing", "lake"]) == 0
+    ingest_here(spark, landing)
     assert overlap(url, landing, COLLECTIONS).changes_in_span >= CHANGES, (
         "the writers changed rows mid-snapshot"
     )
-    assert main(["reconcile", "--landing", "lake", "--state", "state"]) == 0
+    reconcile_here(spark, landing, tmp_path / "state")
     # A key change that left the TOASTed doc out, of a row Debezium had not read yet: the value is
     # nowhere in the stream. The re-read the reconcile offers goes through Debezium like any signal.
-    reread_through_debezium(url, s, capsys)
+    reread_through_debezium(spark, url, s, tmp_path, capsys)
     assert_state_is_source(url, tmp_path / "state", COLLECTIONS)
     for coll in COLLECTIONS:
         capsys.readouterr()
         code = main(["verify", "--source", plain_url(url), "--state", "state", "--collection", coll])
         assert code == 0, capsys.readouterr().out
     if watermarking == "insert_insert":
-        verify_a_debezium_landing_while_writing(url, s, tmp_path, capsys)
+        verify_a_debezium_landing_while_writing(spark, url, s, tmp_path, capsys)
 
 
 def test_a_stop_right_after_a_snapshot_notification_loses_no_record(
-    spark, fresh_db: str, tmp_path: Path, monkeypatch
+    spark, fresh_db: str, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     """Debezium sends a snapshot's STARTED (and its first IN_PROGRESS) while it handles the signal row,
     under that row's offset, before it delivers the row itself. Batches of one record each, and a stop
@@ -101,24 +102,23 @@ def test_a_stop_right_after_a_snapshot_notification_loses_no_record(
     ]
     assert sid in signal_rows, signal_rows
     # the snapshot started again from its row: its phantom rule has its start, and it decided
-    monkeypatch.chdir(tmp_path)
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state", ingest=True)
     run = json.loads(sorted((tmp_path / "state" / "_runs").glob("*.json"))[-1].read_text())
     assert run["collections"]["public.orders"]["snapshots"][sid] == "rows before its start removed", run
     assert_state_is_source(fresh_db, tmp_path / "state", ("public.orders",))
 
 
-def reread_through_debezium(url: str, s, capsys) -> None:  # type: ignore[no-untyped-def]
+def reread_through_debezium(spark, url: str, s, cwd: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """``signal reread`` as the reconcile offers it, completed through Debezium."""
     capsys.readouterr()
     assert main(["signal", "reread", "--state", "state", "--source", plain_url(url)]) == 0
     rereads = tuple(re.findall(r"execute-snapshot (\S+) written", capsys.readouterr().out))
     if rereads:
         dbz_drain(url, s, until=rereads)
-        assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
+        reconcile_here(spark, cwd / "lake", cwd / "state", ingest=True)
 
 
-def verify_a_debezium_landing_while_writing(url: str, s, cwd: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def verify_a_debezium_landing_while_writing(spark, url: str, s, cwd: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """A Debezium landing's positions cannot be matched to a snapshot's: verify says it is not at one
     position, reads the state advanced over the landed stream, and re-checks each differing range after a
     Debezium drain. With writers running it never reports a difference; a row changed by hand is named."""
@@ -139,8 +139,8 @@ def verify_a_debezium_landing_while_writing(url: str, s, cwd: Path, capsys) -> N
     finally:
         writers.stop()
     dbz_drain(url, s)  # all of it in the state: the row changed by hand is not changed by the stream
-    assert main(["reconcile", "--landing", "lake", "--state", "state", "--ingest"]) == 0
-    reread_through_debezium(url, s, capsys)  # key changes that left a TOASTed doc out, as above
+    reconcile_here(spark, cwd / "lake", cwd / "state", ingest=True)
+    reread_through_debezium(spark, url, s, cwd, capsys)  # key changes that left a TOASTed doc out, as above
     assert_state_is_source(url, cwd / "state", ("public.orders",))
     victim = corrupt_one_row(cwd / "state", "public.orders")
     capsys.readouterr()

@@ -5,6 +5,8 @@ builds the session.
 
 The reconcile reads typed data only (docs/design.md §5.0): JSON stream files are moved into the log by
 ``cdc-backfill ingest`` first, and a landing zone that still holds some is refused with that command.
+:func:`reconcile_job` is the job's whole run: the topics or the JSON moved into the log first, where
+asked, in the same session (one JVM for both), then the reconcile.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from cdc_backfill.events.positions import position_key
+from cdc_backfill.ingest.column_sources import job_sources
+from cdc_backfill.ingest.rounds import Rounds
+from cdc_backfill.ingest.spark.capture_kafka import capture_rounds
+from cdc_backfill.ingest.spark.job import ingest_landing
+from cdc_backfill.kafka.topics import Broker
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.columns import collection_columns, landed_collections
 from cdc_backfill.landing.event_log import read_schema
@@ -49,6 +56,31 @@ log = logging.getLogger("cdc_backfill.reconcile")
 
 class LandingError(ValueError):
     """The landing zone cannot be reconciled as given; the message says why."""
+
+
+def reconcile_job(
+    spark: SparkSession,
+    landing: str | Path,
+    state: str | Path,
+    collections: Sequence[str] | None = None,
+    signal_table: str = DEFAULT_SIGNAL_TABLE,
+    *,
+    ingest: bool = False,
+    topics: tuple[Broker, str] | None = None,
+) -> dict[str, Any]:
+    """The reconcile job's run (``cdc-backfill reconcile``): ``topics`` (a broker and a regex of topic
+    names) read into the log first, as ``capture kafka --drain`` reads them; with ``ingest``, the
+    landing's JSON stream files moved into the log first; then :func:`reconcile_landing`, whose summary
+    it returns."""
+    root = lake_path(landing)
+    if topics is not None:
+        broker, pattern = topics
+        read = capture_rounds(spark, root, broker, pattern, job_sources(root, signal_table), Rounds(None))
+        log.info("read %s record(s) of the topics first", read.get("records", 0))
+    if ingest:
+        ingested = ingest_landing(spark, root, None, job_sources(root, signal_table))
+        log.info("ingested %s file(s) of the stream first", ingested.get("moved", 0))
+    return reconcile_landing(spark, landing, state, collections, signal_table)
 
 
 def reconcile_landing(
