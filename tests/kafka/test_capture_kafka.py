@@ -23,6 +23,7 @@ from tests.support.dataworks import record as dataworks_record
 from tests.support.dataworks import replay
 from tests.support.kafka import produce, start_broker
 from tests.support.records import capture_record
+from tests.support.runs import reconcile_here
 from tests.support.state import state_table
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -260,7 +261,7 @@ def dataworks(
     }  # fmt: skip
 
 
-def test_a_dataworks_topic_reconciles_to_the_truth(kafka_broker: LocalKafka, tmp_path: Path) -> None:
+def test_a_dataworks_topic_reconciles_to_the_truth(spark, kafka_broker: LocalKafka, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     row = lambda i, price: {"id": i, "name": f"item {i}", "price": price}  # noqa: E731
     records, seq = [], 1_620_457_642_589_000_000  # sequenceIds beyond 2**60, as the format's are
     for i in range(1, 21):
@@ -280,15 +281,15 @@ def test_a_dataworks_topic_reconciles_to_the_truth(kafka_broker: LocalKafka, tmp
     landed = json.loads(ok(cli(tmp_path, "capture", "kafka", "--bootstrap-servers", kafka_broker.bootstrap,
                                 "--topics", "dw-shop", "--landing", "lake", "--drain")))  # fmt: skip
     assert landed["events"] == 20 + 2 * 10 + 6  # an update lands as its two halves (design §5)
-    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
     state = state_table(tmp_path / "state", "shop.items").to_pylist()
     got = {r["id"]: (r["name"], r["price"]) for r in state}
     assert got == {i: (f"item {i}", 2.5 if i <= 10 else 1.0) for i in range(1, 15)}
 
 
 def test_dataworks_records_out_of_order_across_partitions_and_rounds_reconcile_by_sequence_id(
-    kafka_broker: LocalKafka, tmp_path: Path
-) -> None:
+    spark, kafka_broker: LocalKafka, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     """The full load meets the changes on a 4-partition topic keyed by row: the first round holds later
     changes (a delete, a key move's after-half), the second the full-load inserts before them and the
     move's before-half. After each round the state is the replay in sequenceId order."""
@@ -312,7 +313,7 @@ def test_dataworks_records_out_of_order_across_partitions_and_rounds_reconcile_b
         produce(kafka_broker.bootstrap, "dw-orders", keyed, partitions=4)
         ok(cli(tmp_path, "capture", "kafka", "--bootstrap-servers", kafka_broker.bootstrap,
                "--topics", "dw-orders", "--landing", "lake", "--drain"))  # fmt: skip
-        ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+        reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
         state = state_table(tmp_path / "state", "d.orders").to_pylist()
         assert {r["id"]: r["v"] for r in state} == replay(delivered)["d.orders"]
     assert replay(delivered)["d.orders"] == {3: "v12", 4: "v32", 7: "v31"}

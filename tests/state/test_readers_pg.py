@@ -12,6 +12,7 @@ import pytest
 from tests.support.cli import cli, ok, snapshot_as_typed
 from tests.support.judge import columns_of, source_state
 from tests.support.pg import plain_url, sql
+from tests.support.runs import reconcile_here
 from tests.support.workload import seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
@@ -26,7 +27,7 @@ def test_other_readers_and_earlier_versions_equal_the_source(spark, fresh_db: st
     columns, key = columns_of(fresh_db, ORDERS)
     names = [c.name for c in columns]
     snapshot_as_typed(tmp_path, url, ["--collections", ORDERS, "--chunk-size", "50"])
-    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
     then = [source_state(fresh_db, ORDERS, key)]
     for changes in (
         ["UPDATE orders SET status = 'shipped' WHERE id % 7 = 0"],
@@ -34,7 +35,7 @@ def test_other_readers_and_earlier_versions_equal_the_source(spark, fresh_db: st
     ):
         sql(fresh_db, *changes)
         ok(cli(tmp_path, "capture", "postgres", "--source", url, "--landing", "lake", "--drain"))
-        ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+        reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
         then.append(source_state(fresh_db, ORDERS, key))
     table = tmp_path / "state" / ORDERS
 

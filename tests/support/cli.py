@@ -17,6 +17,18 @@ def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProc
     )
 
 
+def in_process(capsys, *args: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    """``cdc-backfill ...`` run by this process's ``main``, as :func:`cli` gives a command's result: a
+    command that runs Spark in its own process (``verify``) takes the test session's instead of starting
+    a JVM. Paths are the test's working folder's."""
+    from cdc_backfill.cli.main import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, printed.out, printed.err)
+
+
 def ok(res: subprocess.CompletedProcess[str]) -> str:
     """A command that must succeed; its stdout."""
     assert res.returncode == 0, (res.args, res.stdout[-2000:], res.stderr[-3000:])

@@ -9,22 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import as_printed, cli, ok, snapshot_as_typed
+from tests.support.cli import as_printed, cli, in_process, ok, snapshot_as_typed
 from tests.support.pg import plain_url
+from tests.support.runs import reconcile_here
 from tests.support.tamper import add_phantom, corrupt_one_row
 from tests.support.workload import seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
 
-def test_a_repair_completes_as_printed_and_with_wait(fresh_db: str, tmp_path: Path) -> None:
+def test_a_repair_completes_as_printed_and_with_wait(
+    spark, fresh_db: str, tmp_path: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=300, lines=10)
     url = plain_url(fresh_db)
     src = ("--source", url)
     snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "50"])
-    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
     verify = ("verify", *src, "--state", "state", "--collection", "public.orders")
-    ok(cli(tmp_path, *verify))
+    monkeypatch.chdir(tmp_path)
+    ok(in_process(capsys, *verify))
 
     corrupt_one_row(tmp_path / "state", "public.orders")
     add_phantom(tmp_path / "state", "public.orders", fresh_db)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import cli, ok, snapshot_as_typed
+from tests.support.cli import cli, in_process, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
+from tests.support.runs import reconcile_here
 from tests.support.tamper import corrupt_one_row
 from tests.support.workload import Writers, seed
 
@@ -24,30 +25,31 @@ QUIET = 10_000_000  # a key no writer touches (writers keep to ids up to 8,000; 
 
 
 def test_verify_passes_while_writers_run_and_still_names_a_corrupted_range(
-    fresh_db: str, tmp_path: Path
-) -> None:
+    spark, fresh_db: str, tmp_path: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
     seed(fresh_db, orders=400, lines=200)
     sql(fresh_db, f"INSERT INTO orders VALUES ({QUIET}, 'quiet', 1, NULL)")
     url = plain_url(fresh_db)
     verify = ("verify", "--source", url, "--state", "state", "--collection", "public.orders")
     writers = Writers(fresh_db, seed_value=21).start()
+    monkeypatch.chdir(tmp_path)
     try:
         snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "40"])
-        ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+        reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
         versions = sorted(p.name for p in (tmp_path / "state" / "public.orders").iterdir())
         writers.wait_for_changes(15)  # the source moves on after the state's position
-        report = json.loads(ok(cli(tmp_path, *verify, "--json")))
+        report = json.loads(ok(in_process(capsys, *verify, "--json")))
         assert report["all_equal"], report["summary"]
         assert report["position"] and "not_at_position" not in report
         writers.wait_for_changes(15)  # and again
-        text = ok(cli(tmp_path, *verify))
+        text = ok(in_process(capsys, *verify))
         assert "both as of position" in text and text.rstrip().endswith("every range equal"), text[-500:]
         # read and compared, never written: the state is as the reconcile left it
         assert sorted(p.name for p in (tmp_path / "state" / "public.orders").iterdir()) == versions
 
         corrupt_one_row(tmp_path / "state", "public.orders", QUIET)
         writers.wait_for_changes(15)
-        res = cli(tmp_path, *verify)
+        res = in_process(capsys, *verify)
         assert res.returncode == 1, res.stderr[-2000:]
         # the quiet key is the largest: the last of the 16 ranges, and only it
         assert "both as of position" in res.stdout and "; 1 of 16 ranges differ: 15\n" in res.stdout, (
@@ -57,13 +59,13 @@ def test_verify_passes_while_writers_run_and_still_names_a_corrupted_range(
         writers.stop()
 
 
-def test_verify_waits_for_a_capture_that_follows_the_slot(fresh_db: str, tmp_path: Path) -> None:
+def test_verify_waits_for_a_capture_that_follows_the_slot(spark, fresh_db: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """While `capture postgres --follow` holds the slot, verify cannot drain it: it writes a fence and
     waits until that capture has landed it, then compares at its position."""
     seed(fresh_db, orders=200, lines=50)
     url = plain_url(fresh_db)
     snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "50"])
-    ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+    reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
     # its log to a file: a pipe nobody reads fills up and blocks the capture (then SIGTERM waits forever)
     log = (tmp_path / "follow.log").open("w")
     follow = subprocess.Popen(

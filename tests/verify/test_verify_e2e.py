@@ -1,4 +1,4 @@
-"""End to end on real PostgreSQL: snapshot while writers run, drain, reconcile (the Spark job), then
+"""End to end on real PostgreSQL: snapshot while writers run, drain, reconcile (the Spark job's run), then
 ``cdc-backfill verify`` finds every range equal; a row corrupted by hand in the state is found in exactly
 its range, ``verify --repair`` sends the signal that re-reads it, and after the engine, a drain and a
 reconcile every range is equal again."""
@@ -6,7 +6,6 @@ reconcile every range is equal again."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,22 +16,13 @@ from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
 from tests.support.judge import overlap
 from tests.support.pg import InWindow, drain, send
+from tests.support.runs import reconcile_here
 from tests.support.tamper import add_phantom, corrupt_one_row
 from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
 COLLECTIONS = ("public.orders", "public.lines", "public.words")
-
-
-def reconcile(landing: Path, state: Path) -> dict:
-    res = subprocess.run(
-        [sys.executable, "-m", "cdc_backfill.cli", "reconcile", "--landing", str(landing), "--state", str(state),
-         "--master", "local[2]"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def verify_here(capsys, url: str, state: Path, collection: str, *extra: str) -> tuple[int, str]:  # type: ignore[no-untyped-def]
@@ -68,7 +58,7 @@ def test_verify_finds_and_repairs_a_corrupted_row(fresh_db: str, lake, spark, ca
     drain(fresh_db, landing)
     seen = overlap(fresh_db, landing, COLLECTIONS)
     assert seen.windows and seen.windows_with_changes == seen.windows, "writers changed rows in every window"
-    summary = reconcile(landing, state)
+    summary = reconcile_here(spark, landing, state)
     assert summary["collections"]["public.orders"]["reads_dropped"] > 0  # the in-window changes
 
     for coll in COLLECTIONS:
@@ -102,16 +92,11 @@ def test_verify_finds_and_repairs_a_corrupted_row(fresh_db: str, lake, spark, ca
     SnapshotEngine(fresh_db, landing, readers=2).run()
     assert {v.id: v for v in SignalStore(fresh_db).list()}[signal_id].status == "done"
     drain(fresh_db, landing)
-    repaired = reconcile(landing, state)["collections"]["public.orders"]
+    repaired = reconcile_here(spark, landing, state)["collections"]["public.orders"]
     # the repair's condition reads key columns only: its finished snapshot removes the phantom
     assert repaired["phantoms_removed"] == 1, repaired
-    # the real command line, in its own process and Spark session
-    res = subprocess.run(
-        [sys.executable, "-m", "cdc_backfill.cli", "verify", "--source", fresh_db, "--state", str(state),
-         "--collection", "public.orders", "--json", "--master", "local[2]"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr[-3000:]
-    after = json.loads(res.stdout)
+    code, out = verify_here(capsys, fresh_db, state, "public.orders", "--json")
+    assert code == 0, out
+    after = json.loads(out)
     assert after["all_equal"] and after["summary"]["differing"] == 0
     assert after["summary"]["source_rows"] == after["summary"]["state_rows"] > 0

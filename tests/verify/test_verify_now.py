@@ -13,8 +13,9 @@ from cdc_backfill.capture.catch_up import drain_landing, native_slot
 from cdc_backfill.config import source_engine
 from cdc_backfill.verify.compare import render
 from cdc_backfill.verify.spark.at_position import verify_collections
-from tests.support.cli import cli, ok, snapshot_as_typed
+from tests.support.cli import snapshot_as_typed
 from tests.support.pg import plain_url, sql
+from tests.support.runs import reconcile_here
 from tests.support.tamper import corrupt_one_row
 from tests.support.workload import Writers, seed
 
@@ -38,7 +39,7 @@ def test_a_clean_state_never_differs_and_a_changed_row_does(spark, fresh_db: str
     engine = source_engine(url)
     try:
         snapshot_as_typed(tmp_path, url, ["--collections", "public.orders", "--chunk-size", "40"])
-        ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state"))
+        reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
         slot = native_slot(landing)
         assert slot
 
