@@ -1,5 +1,5 @@
-"""An empty table's snapshot, or a condition that selects nothing, gives an empty state: as a user types
-the commands, from the signal to verify."""
+"""An empty table's snapshot, or a condition that selects nothing, gives an empty state: the signal, the
+engine and the capture as a user types them, the reconcile and verify in the test session's Spark."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.cli import cli, ok, snapshot_as_typed
+from tests.support.cli import cli, in_process, ok, snapshot_as_typed
 from tests.support.pg import plain_url, sql
+from tests.support.runs import reconcile_here
 from tests.support.state import state_files, state_version
 
 pytestmark = [pytest.mark.pg, pytest.mark.spark, pytest.mark.slow]
 
 
 def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
-    fresh_db: str, tmp_path: Path
-) -> None:
+    spark, fresh_db: str, tmp_path: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
     url = plain_url(fresh_db)
     src = ("--source", url)
     sql(
@@ -33,11 +34,12 @@ def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
         ["--collections", "public.nothing"],
         ["--collections", "public.few", "--condition", "id < 0"],
     )
-    summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))
+    summary = reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
     for coll in ("public.nothing", "public.few"):
         assert summary["collections"][coll]["rows"] == 0, summary["collections"].get(coll)
         assert sum(pq.read_table(f).num_rows for f in state_files(tmp_path / "state", coll)) == 0
-    out = ok(cli(tmp_path, "verify", *src, "--state", "state", "--collection", "public.nothing"))
+    monkeypatch.chdir(tmp_path)
+    out = ok(in_process(capsys, "verify", *src, "--state", "state", "--collection", "public.nothing"))
     assert "every range equal" in out
 
     # nothing new since: the reconcile says so without Spark and writes no version
@@ -48,5 +50,5 @@ def test_an_empty_table_and_a_condition_that_selects_nothing_give_empty_states(
     assert state_version(tmp_path / "state", "public.few").version == versions
     sql(fresh_db, "INSERT INTO few VALUES (-1, 'new')")  # something new: the reconcile runs
     ok(cli(tmp_path, "capture", "postgres", *src, "--landing", "lake", "--drain"))
-    summary = json.loads(ok(cli(tmp_path, "reconcile", "--landing", "lake", "--state", "state")))
+    summary = reconcile_here(spark, tmp_path / "lake", tmp_path / "state")
     assert summary["collections"]["public.few"]["rows"] == 1
