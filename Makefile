@@ -75,14 +75,14 @@ browser:
 # Debezium's JVM runs inside pytest (JPype): its tests get a process of their own, away from the other
 # tests' Spark and Airflow, run side by side with them (TEST_SIDE_BY_SIDE=0: one after the other). Each
 # leaves about a quarter of the 2 cores idle while it waits on servers, which the other fills. The
-# Debezium tests end first (10 of 20 minutes at 46baf21): the tests of SIDE_TESTS then run in their
+# Debezium tests end first: the tests of SIDE_TESTS then run in their
 # process, after them, so that both processes end about together. Each pytest session has its own
 # temporary folder (--basetemp): a session that starts resets /tmp/pytest-of-<user> to 0700, which
 # would cut another's embedded PostgreSQL off its files. Every session runs to the end, so one failure
 # never hides another's results; the side process's output is printed once it ends; the target fails
 # if any session did (exit 5: the arguments selected none of one kind).
 TEST_SIDE_BY_SIDE ?= 1
-SIDE_TESTS ?= tests/verify tests/ingest tests/state tests/kafka
+SIDE_TESTS ?= tests/verify tests/ingest tests/state tests/kafka tests/torture/test_torture_kafka.py
 test: $(STAMP) browser bytecode
 	@failed=""; tmp=$$(mktemp -d /tmp/cdc-backfill-tests.XXXXXX); chmod 755 $$tmp; \
 	side() { \
