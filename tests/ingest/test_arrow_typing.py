@@ -39,14 +39,6 @@ COLUMNS = [
 VERSION = LogVersion(1, tuple(COLUMNS))
 
 
-@pytest.fixture(autouse=True)
-def _reader_built() -> None:
-    if not plain.available():
-        from tests.conftest import unavailable
-
-        unavailable("ingest's C reader", "not built: make venv builds it where a C compiler is")
-
-
 def _row(rng: random.Random, k: int) -> dict[str, Any]:
     texts = ["", "plain", 'é "q" \\ / \u2028 \U0001f600', "tab\tnew\nline", "\u0000x", "a" * 300]
     return {

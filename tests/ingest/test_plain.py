@@ -18,14 +18,6 @@ from cdc_backfill.ingest.spark.parse import ARROW_SCHEMA, parse_batches
 from tests.support.records import capture_record, changed, sink_record
 
 
-@pytest.fixture(autouse=True)
-def _reader_built() -> None:
-    if not plain.available():
-        from tests.conftest import unavailable
-
-        unavailable("ingest's C reader", "not built: make venv builds it where a C compiler is")
-
-
 def _records() -> list[Any]:
     """Records of every kind the C reader takes (bytes: a line as it is)."""
     base = capture_record("u", 1, 100, 120)

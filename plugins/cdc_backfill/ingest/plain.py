@@ -6,8 +6,8 @@ capture, a sink's key and value pairs of the PostgreSQL connector), the same wit
 placeholders (their columns listed unchanged, as the general path lists them), and tombstones between
 them. A file holding any other line (a schema line, JSON the reader is not sure of) is read whole by
 the Python parser: the stream's state (a key change's delete and create) runs through the file, so the
-two never share one. Without a C compiler where the package was installed, every file is read in
-Python. The columns' texts ``key``, ``before`` and ``after`` are the line's own JSON (a string's escapes
+two never share one. The reader is a required part of the package, as the capture's decoder is: without
+it ingest of Debezium's JSON is three times slower (docs/benchmarks.md). The columns' texts ``key``, ``before`` and ``after`` are the line's own JSON (a string's escapes
 and a number's digits as written, where the Python parser writes them again): the same values for the
 typed reader that reads them next.
 """
@@ -22,19 +22,10 @@ import orjson
 import pyarrow as pa
 
 from cdc_backfill.arrowbuf import char_array, from_buffers, string_array
-
-try:
-    from cdc_backfill.ingest import _plainjson
-except ImportError:  # built without a compiler: every file takes the Python parser
-    _plainjson = None
+from cdc_backfill.ingest import _plainjson
 
 FORMAT = "debezium-postgresql"
 STRING = pa.string()
-
-
-def available() -> bool:
-    """Whether the C reader was built."""
-    return _plainjson is not None
 
 
 @dataclass(frozen=True)
@@ -68,10 +59,8 @@ def sparse_strings(n: int, values: dict[int, str]) -> pa.Array:
 
 def parse_file(data: Any, seen_shapes: set[tuple[Any, ...]]) -> PlainFile | None:
     """The events of a file's bytes (any buffer), or None: the file holds a line the C reader leaves to
-    Python, or the reader was not built. ``seen_shapes``: the shapes this worker gave out already
+    Python. ``seen_shapes``: the shapes this worker gave out already
     (``ingest.spark.parse``), added to."""
-    if _plainjson is None:
-        return None
     got = _plainjson.parse(data)
     if got is None:
         return None
