@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_backfill.extras import EXTRA_OF_MODULE, install_hint
 from cdc_backfill.runtime import project_root
 
 if TYPE_CHECKING:
@@ -98,7 +99,9 @@ def sqlalchemy_url(url: str) -> str:
         if default != driver and _driver_installed(DRIVER_MODULES[default]):
             fix = f"write {dialect_name}:// (uses {default}, which is installed)"
         else:
-            fix = f"install it: pip install {default if module is None else module}"
+            wanted = default if module is None else module
+            extra = EXTRA_OF_MODULE.get(wanted)
+            fix = f"install it: {install_hint(extra) if extra else 'pip install ' + wanted}"
         raise ConfigError(f"the database driver {driver!r} of {scheme + '://'!r} is not installed; {fix}")
     return f"{dialect_name}+{driver}://{rest}"
 

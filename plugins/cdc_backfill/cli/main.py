@@ -249,11 +249,15 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
     """One line saying what went wrong (pure: tested with the exceptions users meet); ``source``: the
     URL the command was given, named (password masked) when it cannot be reached."""
     from cdc_backfill.config import ConfigError, mask_url
+    from cdc_backfill.extras import missing_extra
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.storage import StorageError
 
     if isinstance(exc, ConfigError | SignalError | StorageError):
         return str(exc)
+    extra = missing_extra(exc)
+    if extra:
+        return extra
     first = (str(exc).strip().splitlines() or [""])[0]
     name = type(exc).__name__
     missing = missing_bookkeeping_table(exc)
@@ -296,12 +300,15 @@ def missing_bookkeeping_table(exc: BaseException) -> str | None:
 
 
 def error_status(exc: BaseException) -> int:
-    """2 for bad input (a missing signal table too), 3 for a source or a lake that cannot be reached, 1
-    for anything else."""
+    """2 for bad input (a missing signal table or an extra not installed too), 3 for a source or a lake
+    that cannot be reached, 1 for anything else."""
     from cdc_backfill.config import ConfigError
+    from cdc_backfill.extras import missing_extra
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.storage import StorageError
 
     if isinstance(exc, ConfigError | SignalError | StorageError) or missing_bookkeeping_table(exc):
+        return 2
+    if missing_extra(exc):
         return 2
     return 3 if type(exc).__name__ == "OperationalError" or is_store_error(exc) else 1

