@@ -27,7 +27,8 @@ AIRFLOW_PACKAGE = "cdc_backfill.airflow"
 def may_import(module: str) -> set[str]:
     parts = module.split(".")
     allowed = set()
-    if SPARK_FOLDER in parts[1:-1] or module == "cdc_backfill.spark":
+    # the spark folders, and the Spark jobs' entry points (cdc_backfill/jobs/), which build sessions
+    if SPARK_FOLDER in parts[1:-1] or module == "cdc_backfill.spark" or parts[:2] == ["cdc_backfill", "jobs"]:
         allowed.add("pyspark")
     if module == AIRFLOW_PACKAGE or module.startswith(AIRFLOW_PACKAGE + "."):
         allowed.add("airflow")

@@ -60,7 +60,7 @@ def test_reconcile_submit_is_the_cli_command_cut_for_spark_submit_operator() -> 
     application, args = plans.reconcile_submit(
         "lake", "state", ["public.orders", "public.lines"], "public.cdc_signal"
     )
-    assert application.endswith("spark_jobs/reconcile.py")
+    assert application.endswith("cdc_backfill/jobs/reconcile.py")
     assert args == [
         "--landing", "lake", "--state", "state", "--collections", "public.orders", "public.lines",
         "--signal-table", "public.cdc_signal",

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from cdc_backfill.runtime import project_root
 from cdc_backfill.spark.log4j import driver_java_options
 from cdc_backfill.spark.packages import kafka_source
+
+# the jobs' entry points, files of the package (cdc_backfill/jobs/): spark-submit runs them as scripts
+JOBS = Path(__file__).resolve().parents[1] / "jobs"
 
 
 def submit_head(spark_submit: str, master: str, name: str, first_compiler_only: bool = False) -> list[str]:
@@ -35,7 +38,7 @@ def reconcile_command(
 ) -> list[str]:
     """``small``: the run is known to be short (``reconcile.run_size.small_run``). ``kafka``: (bootstrap
     servers, topics) read into the landing first, in the same job."""
-    job = project_root() / "spark_jobs" / "reconcile.py"
+    job = JOBS / "reconcile.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile", first_compiler_only=small)
     for key, value in sorted((conf or {}).items()):
         cmd += ["--conf", f"{key}={value}"]
@@ -67,7 +70,7 @@ def ingest_command(
     small: bool = False,
 ) -> list[str]:
     """``small``: the ingest is known to be short (``reconcile.run_size.first_compiler_only_to_ingest``)."""
-    job = project_root() / "spark_jobs" / "ingest.py"
+    job = JOBS / "ingest.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_ingest", first_compiler_only=small)
     cmd += [str(job), "--landing", landing, *inputs]
     return cmd + typing_args(catalog, column_types, signal_table, verbose)
@@ -101,7 +104,7 @@ def capture_kafka_command(
     verbose: bool = False,
 ) -> list[str]:
     """``capture kafka``'s job, with Spark's Kafka source fetched by its Maven coordinates."""
-    job = project_root() / "spark_jobs" / "capture_kafka.py"
+    job = JOBS / "capture_kafka.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_capture_kafka")
     cmd += ["--packages", kafka_source(), str(job), "--landing", landing]
     cmd += ["--bootstrap-servers", bootstrap, "--topics", topics, "--follow" if follow else "--drain"]

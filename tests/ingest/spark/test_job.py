@@ -159,7 +159,7 @@ def test_the_ingest_command_line() -> None:
 
     cmd = ingest_command("lake/", ["topics/a"], master="spark://h:7077", catalog=True, column_types="t.json")
     assert cmd[:5] == ["spark-submit", "--master", "spark://h:7077", "--name", "cdc_backfill_ingest"]
-    job = cmd.index(next(c for c in cmd if c.endswith("spark_jobs/ingest.py")))
+    job = cmd.index(next(c for c in cmd if c.endswith("cdc_backfill/jobs/ingest.py")))
     assert cmd[job + 1 :] == ["--landing", "lake/", "topics/a", "--catalog", "--column-types", "t.json"]
 
 

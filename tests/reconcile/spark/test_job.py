@@ -30,7 +30,7 @@ def test_submit_command_is_plain_data() -> None:
     # Spark's own log at WARN unless detail is asked for (spark.log4j)
     assert cmd[5] == "--driver-java-options" and cmd[6].startswith("-Dlog4j2.configurationFile=file:")
     assert cmd[7:9] == ["--conf", "spark.executor.memory=4g"]
-    assert cmd[9].endswith("spark_jobs/reconcile.py")
+    assert cmd[9].endswith("cdc_backfill/jobs/reconcile.py")
     assert cmd[10:] == ["--landing", "lake/", "--state", "state/", "--collections", "public.orders"]
 
 
