@@ -1,7 +1,8 @@
 """A stop while the capture reads a transaction: it waits for the commit, but not for ever.
 
 A real server sends a committed transaction whole, so the loop is fed here by a cursor that gives a
-transaction's begin and then nothing: the one case a real server cannot be made to show on demand.
+transaction's begin and then nothing, or its changes without end: the cases a real server cannot be
+made to show on demand.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ class _Cursor:
         self.feedback.append(kw)
 
 
+class _Endless(_Cursor):
+    """A transaction's begin, then messages that never end it (here: origins, which land nothing)."""
+
+    def read_message(self) -> _Message | None:
+        return _Message(self.payloads.pop(0)) if self.payloads else _Message(b"O" + bytes(8) + b"x\0")
+
+
 class _Sink:
     due = False
 
@@ -59,7 +67,8 @@ def _commit(end_lsn: int) -> bytes:
 
 def _loop() -> PostgresCapture:
     cap = PostgresCapture.__new__(PostgresCapture)  # the loop alone: no source, no landing
-    cap.sink, cap.stats, cap._skip_to, cap._relations, cap._stop = _Sink(), CaptureStats(), (0,), {}, True
+    cap.sink, cap.stats, cap._skip_to, cap._relations, cap._stop = _Sink(), CaptureStats(), (0,), {}, False
+    cap.request_stop()  # as the SIGTERM handler does
     return cap
 
 
@@ -77,3 +86,20 @@ def test_a_stop_inside_a_transaction_whose_rest_never_comes_returns_inside_it(
 def test_a_stop_between_transactions_returns_outside_them() -> None:
     state = _loop()._stream(_Cursor(_begin(1000, 7), _commit(1010)), None, None)
     assert not state.in_txn
+
+
+def test_a_stop_inside_a_transaction_whose_messages_keep_coming_still_returns_within_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(postgres, "STOP_GRACE_SECONDS", 0.3)
+    started = time.monotonic()
+    state = _loop()._stream(_Endless(_begin(1000, 7)), None, None)
+    assert state.in_txn and state.xid == 7
+    assert time.monotonic() - started < 10
+
+
+def test_a_second_stop_returns_inside_the_transaction_at_once() -> None:
+    cap = _loop()
+    cap.request_stop()
+    state = cap._stream(_Endless(_begin(1000, 7)), None, None)  # the grace is 15 s: not waited for
+    assert state.in_txn

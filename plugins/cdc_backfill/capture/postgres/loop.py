@@ -110,6 +110,7 @@ class PostgresCapture:
         )  # opened by run(), once setup() found the landing the slot's
         self._relations: dict[int, Any] = {}  # relid -> the sink's LogRelation
         self._stop = False
+        self._stop_at: float | None = None  # when the first stop was asked for
         self._skip_to = self.sink.landed()
 
     def setup(self) -> list[str]:
@@ -120,7 +121,22 @@ class PostgresCapture:
     # ------------------------------------------------------------ the loop
 
     def request_stop(self, *_: object) -> None:
+        """A signal handler: the first stop lets the transaction being read commit (within
+        ``STOP_GRACE_SECONDS``), a second one stops now; what is not landed comes again either way."""
+        now = time.monotonic()
+        if self._stop and self._stop_at is not None:
+            self._stop_at = now - STOP_GRACE_SECONDS - 1
+        else:
+            self._stop_at = now
         self._stop = True
+
+    def _stop_overdue(self) -> bool:
+        """A stop was asked for longer ago than the grace a transaction's rest is given."""
+        if not self._stop:
+            return False
+        if self._stop_at is None:
+            self._stop_at = time.monotonic()
+        return time.monotonic() - self._stop_at > STOP_GRACE_SECONDS
 
     def _roll_and_confirm(self, cur: Any) -> None:
         before = self.sink.files_written
@@ -159,28 +175,26 @@ class PostgresCapture:
     def _stream(self, cur: Any, marker: str | None, deadline: float | None) -> Txn:
         """Handle messages until the drain marker, or a stop between transactions; roll when due.
 
-        A stop waits for the transaction being read to commit, but not for ever: a transaction whose
-        rest does not come within ``STOP_GRACE_SECONDS`` of the stop is left unread (the loop returns
-        inside it; nothing of the open file is confirmed, so all of it comes again on the next run)."""
+        A stop waits for the transaction being read to commit, but not for ever: when its rest has not
+        come within ``STOP_GRACE_SECONDS`` of the stop (however many of its messages come meanwhile), the
+        loop returns inside it; nothing of the open file is confirmed, so all of it comes again on the
+        next run."""
         state = Txn()
         last_feedback = time.monotonic()
-        stop_waited_since: float | None = None
         while True:
+            if state.in_txn and self._stop_overdue():
+                log.warning(
+                    "stopping inside transaction %s (commit at %s): its rest did not come within"
+                    " %s s; what was not landed comes again on the next run",
+                    state.xid, lsn_text(state.commit_lsn), STOP_GRACE_SECONDS,
+                )  # fmt: skip
+                return state
             msg = cur.read_message()
             if msg is None:
                 if not state.in_txn and self.sink.due:
                     self._roll_and_confirm(cur)
                 if self._stop and not state.in_txn:
                     return state
-                if self._stop:
-                    stop_waited_since = stop_waited_since or time.monotonic()
-                    if time.monotonic() - stop_waited_since > STOP_GRACE_SECONDS:
-                        log.warning(
-                            "stopping inside transaction %s (commit at %s): its rest did not come within"
-                            " %s s; what was not landed comes again on the next run",
-                            state.xid, lsn_text(state.commit_lsn), STOP_GRACE_SECONDS,
-                        )  # fmt: skip
-                        return state
                 if deadline is not None and time.monotonic() > deadline:
                     raise CaptureError("drain did not reach its marker in time")
                 if time.monotonic() - last_feedback > 10:
@@ -188,7 +202,6 @@ class PostgresCapture:
                     last_feedback = time.monotonic()
                 select.select([cur], [], [], 0.5)
                 continue
-            stop_waited_since = None
             if self._handle(msg.payload, msg.data_start, state, marker):
                 return state
             if not state.in_txn:
