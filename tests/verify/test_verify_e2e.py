@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_backfill.cli import main
 from cdc_backfill.signals.store import SignalStore
 from cdc_backfill.snapshot.engine import SnapshotEngine
+from tests.support.cli import in_process
 from tests.support.judge import overlap
 from tests.support.pg import InWindow, drain, send
 from tests.support.runs import reconcile_here
@@ -27,11 +27,11 @@ COLLECTIONS = ("public.orders", "public.lines", "public.words")
 
 def verify_here(capsys, url: str, state: Path, collection: str, *extra: str) -> tuple[int, str]:  # type: ignore[no-untyped-def]
     """The command in this process (it uses the tests' Spark session): (exit status, stdout)."""
-    capsys.readouterr()
-    code = main(["verify", "--source", url, "--state", str(state), "--collection", collection, *extra])
-    printed = capsys.readouterr()
-    sys.stderr.write(printed.err)  # shown with a failure: why a verify could not run is printed there
-    return code, printed.out
+    res = in_process(
+        capsys, "verify", "--source", url, "--state", str(state), "--collection", collection, *extra
+    )
+    sys.stderr.write(res.stderr)  # shown with a failure: why a verify could not run is printed there
+    return res.returncode, res.stdout
 
 
 def range_of(report: dict, key: int) -> int:

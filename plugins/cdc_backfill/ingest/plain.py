@@ -7,9 +7,9 @@ placeholders (their columns listed unchanged, as the general path lists them), a
 them. A file holding any other line (a schema line, JSON the reader is not sure of) is read whole by
 the Python parser: the stream's state (a key change's delete and create) runs through the file, so the
 two never share one. The reader is a required part of the package, as the capture's decoder is: without
-it ingest of Debezium's JSON is three times slower (docs/benchmarks.md). The columns' texts ``key``, ``before`` and ``after`` are the line's own JSON (a string's escapes
-and a number's digits as written, where the Python parser writes them again): the same values for the
-typed reader that reads them next.
+it ingest of Debezium's JSON is three times slower (docs/benchmarks.md). The columns' texts ``key``,
+``before`` and ``after`` are the line's own JSON (a string's escapes and a number's digits as written,
+where the Python parser writes them again): the same values for the typed reader that reads them next.
 """
 
 from __future__ import annotations
