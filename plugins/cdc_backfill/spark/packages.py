@@ -18,3 +18,15 @@ def kafka_source() -> str:
     """Spark's Kafka source of this Spark's version (``spark-sql-kafka-0-10``): Spark's lines are not
     meant to be mixed, and the version must be one Maven Central serves (4.2.0 is; 4.3.0 is not)."""
     return f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{spark_version()}"
+
+
+# Delta Lake's connector for Spark, the release Maven Central serves for this Spark line (its artifact
+# names the line: delta-spark_4.2_2.13)
+DELTA_SPARK = "4.4.0"
+
+
+def delta_connector() -> str:
+    """Spark's own Delta connector for this Spark's line, which reads the state's tables (history and
+    time travel included) where a user's Spark reads them, not this project's jobs (delta-rs commits)."""
+    line = ".".join(spark_version().split(".")[:2])
+    return f"io.delta:delta-spark_{line}_{SCALA}:{DELTA_SPARK}"
