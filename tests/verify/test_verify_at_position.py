@@ -87,10 +87,19 @@ def test_verify_waits_for_a_capture_that_follows_the_slot(spark, fresh_db: str, 
         try:
             follow.wait(timeout=60)
         except subprocess.TimeoutExpired:
+            # which signals it blocks, ignores, catches and has pending: whether SIGTERM (bit 15) reached it
+            masks = [
+                ln
+                for ln in Path(f"/proc/{follow.pid}/status").read_text().splitlines()
+                if ln.startswith("Sig")
+            ]
             follow.send_signal(signal.SIGABRT)  # faulthandler writes where each thread stands to the log
             follow.wait(timeout=30)
             log.close()
             pytest.fail(
-                "capture --follow did not stop on SIGTERM:\n" + (tmp_path / "follow.log").read_text()[-6000:]
+                "capture --follow did not stop on SIGTERM:\n"
+                + "\n".join(masks)
+                + "\n"
+                + (tmp_path / "follow.log").read_text()[-6000:]
             )
         log.close()

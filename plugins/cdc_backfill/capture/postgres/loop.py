@@ -181,7 +181,11 @@ class PostgresCapture:
         next run."""
         state = Txn()
         last_feedback = time.monotonic()
+        told = False
         while True:
+            if self._stop and not told:
+                log.info("stop asked for: stopping after the transaction being read, once it is landed")
+                told = True
             if state.in_txn and self._stop_overdue():
                 log.warning(
                     "stopping inside transaction %s (commit at %s): its rest did not come within"
