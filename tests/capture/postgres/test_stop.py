@@ -7,14 +7,17 @@ made to show on demand.
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
+import threading
 import time
 from typing import Any
 
 import pytest
 
 from cdc_backfill.capture.postgres import loop as postgres
-from cdc_backfill.capture.postgres.loop import CaptureStats, PostgresCapture
+from cdc_backfill.capture.postgres.loop import CaptureStats, PostgresCapture, StopSignals
 
 
 class _Message:
@@ -68,6 +71,7 @@ def _commit(end_lsn: int) -> bytes:
 def _loop() -> PostgresCapture:
     cap = PostgresCapture.__new__(PostgresCapture)  # the loop alone: no source, no landing
     cap.sink, cap.stats, cap._skip_to, cap._relations, cap._stop = _Sink(), CaptureStats(), (0,), {}, False
+    cap._signals = None
     cap.request_stop()  # as the SIGTERM handler does
     return cap
 
@@ -103,3 +107,25 @@ def test_a_second_stop_returns_inside_the_transaction_at_once() -> None:
     cap.request_stop()
     state = cap._stream(_Endless(_begin(1000, 7)), None, None)  # the grace is 15 s: not waited for
     assert state.in_txn
+
+
+def test_stop_signals_are_counted_whichever_thread_the_kernel_hands_them_to() -> None:
+    """A SIGTERM handled on another thread runs only the C-level handler there: the wakeup descriptor
+    still counts it (the main thread's Python handler is never needed)."""
+    before = signal.getsignal(signal.SIGTERM)
+    with StopSignals() as stops:
+        assert stops.received() == 0
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stops.received() == 1
+        gone = threading.Event()
+        other = threading.Thread(target=gone.wait)
+        other.start()
+        signal.pthread_kill(other.ident, signal.SIGTERM)  # handled on that thread
+        gone.set()
+        other.join()
+        deadline = time.monotonic() + 5
+        seen = 0
+        while not seen and time.monotonic() < deadline:
+            seen = stops.received()
+        assert seen == 1
+    assert signal.getsignal(signal.SIGTERM) is before  # put back as it was

@@ -19,6 +19,7 @@ landing already holds (``TypedLogSink.landed``), so no event is landed twice.
 from __future__ import annotations
 
 import logging
+import os
 import select
 import signal
 import struct
@@ -72,6 +73,50 @@ _RELID = struct.Struct(">I")
 STOP_GRACE_SECONDS = 15.0
 
 
+class StopSignals:
+    """SIGTERM and SIGINT, counted through the interpreter's wakeup descriptor: the C-level handler
+    writes each signal's number there, whichever thread the kernel handed it to, and the loop reads
+    them between transactions and while it waits (select() wakes on the descriptor). A Python-level
+    handler alone was seen never to run here: SIGTERM caught and no longer pending, the handler never
+    called, the loop waiting in select() for a minute (the follow test, under load)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.fd = -1
+        self._write = -1
+        self._old_fd = -1
+        self._handlers: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        self.fd, self._write = os.pipe()
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self._write, False)
+        # a handler must be set for the wakeup descriptor to be written; it has nothing else to do
+        self._handlers = {s: signal.signal(s, _counted_by_the_wakeup_fd) for s in self.SIGNALS}
+        self._old_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        signal.set_wakeup_fd(self._old_fd)
+        for s, handler in self._handlers.items():
+            signal.signal(s, handler)
+        os.close(self.fd)
+        os.close(self._write)
+
+    def received(self) -> int:
+        """How many stop signals came since the last call."""
+        try:
+            data = os.read(self.fd, 256)
+        except BlockingIOError:
+            return 0
+        return sum(1 for number in data if number in self.SIGNALS)
+
+
+def _counted_by_the_wakeup_fd(*_: object) -> None:
+    pass
+
+
 @dataclass
 class CaptureStats:
     transactions: int = 0
@@ -111,6 +156,7 @@ class PostgresCapture:
         self._relations: dict[int, Any] = {}  # relid -> the sink's LogRelation
         self._stop = False
         self._stop_at: float | None = None  # when the first stop was asked for
+        self._signals: StopSignals | None = None  # while following: SIGTERM and SIGINT ask for a stop
         self._skip_to = self.sink.landed()
 
     def setup(self) -> list[str]:
@@ -120,15 +166,20 @@ class PostgresCapture:
 
     # ------------------------------------------------------------ the loop
 
-    def request_stop(self, *_: object) -> None:
-        """A signal handler: the first stop lets the transaction being read commit (within
-        ``STOP_GRACE_SECONDS``), a second one stops now; what is not landed comes again either way."""
+    def request_stop(self) -> None:
+        """The first stop lets the transaction being read commit (within ``STOP_GRACE_SECONDS``), a
+        second one stops now; what is not landed comes again either way."""
         now = time.monotonic()
         if self._stop and self._stop_at is not None:
             self._stop_at = now - STOP_GRACE_SECONDS - 1
         else:
             self._stop_at = now
         self._stop = True
+
+    def _poll_signals(self) -> None:
+        if self._signals is not None:
+            for _ in range(self._signals.received()):
+                self.request_stop()
 
     def _stop_overdue(self) -> bool:
         """A stop was asked for longer ago than the grace a transaction's rest is given."""
@@ -158,14 +209,16 @@ class PostgresCapture:
         if not follow:
             marker = emit_drain_marker(self.sa_engine)
         else:
-            signal.signal(signal.SIGTERM, self.request_stop)
-            signal.signal(signal.SIGINT, self.request_stop)
+            self._signals = StopSignals().__enter__()
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
             state = self._stream(cur, marker, deadline)
             if not state.in_txn:  # stopped inside a transaction: nothing is rolled, all of it comes again
                 self._roll_and_confirm(cur)
         finally:
+            if self._signals is not None:
+                self._signals.__exit__()
+                self._signals = None
             self.sink.abandon()
             conn.close()
             self.sa_engine.dispose()
@@ -182,6 +235,7 @@ class PostgresCapture:
         state = Txn()
         last_feedback = time.monotonic()
         told = False
+        read = 0
         while True:
             if self._stop and not told:
                 log.info("stop asked for: stopping after the transaction being read, once it is landed")
@@ -204,10 +258,15 @@ class PostgresCapture:
                 if time.monotonic() - last_feedback > 10:
                     cur.send_feedback(reply=True)
                     last_feedback = time.monotonic()
-                select.select([cur], [], [], 0.5)
+                waits = [cur] if self._signals is None else [cur, self._signals.fd]
+                select.select(waits, [], [], 0.5)
+                self._poll_signals()
                 continue
             if self._handle(msg.payload, msg.data_start, state, marker):
                 return state
+            read += 1
+            if not state.in_txn or read % 4096 == 0:
+                self._poll_signals()
             if not state.in_txn:
                 if self.sink.due:
                     self._roll_and_confirm(cur)
