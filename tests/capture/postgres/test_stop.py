@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from cdc_backfill.capture.postgres import loop as postgres
-from cdc_backfill.capture.postgres.loop import CaptureStats, PostgresCapture, StopSignals
+from cdc_backfill.capture.postgres.loop import CaptureStats, PostgresCapture
+from cdc_backfill.capture.postgres.stop import StopSignals
 
 
 class _Message:

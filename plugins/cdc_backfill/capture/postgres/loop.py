@@ -19,9 +19,7 @@ landing already holds (``TypedLogSink.landed``), so no event is landed twice.
 from __future__ import annotations
 
 import logging
-import os
 import select
-import signal
 import struct
 import time
 import uuid
@@ -46,6 +44,7 @@ from cdc_backfill.capture.postgres.changes import (
 from cdc_backfill.capture.postgres.log_sink import TypedLogSink
 from cdc_backfill.capture.postgres.relations import relation_schema, set_up_source
 from cdc_backfill.capture.postgres.slot_status import capture_status
+from cdc_backfill.capture.postgres.stop import StopSignals
 from cdc_backfill.capture.publication import DEFAULT_PUBLICATION, DEFAULT_SLOT, CaptureError, SlotInUse
 from cdc_backfill.config import source_engine
 from cdc_backfill.faults import crash_point
@@ -71,50 +70,6 @@ CRASH_ENV = "CDC_BACKFILL_CAPTURE_CRASH_AT"
 _RELID = struct.Struct(">I")
 # How long a stop waits for the rest of the transaction being read before it stops inside it.
 STOP_GRACE_SECONDS = 15.0
-
-
-class StopSignals:
-    """SIGTERM and SIGINT, counted through the interpreter's wakeup descriptor: the C-level handler
-    writes each signal's number there, whichever thread the kernel handed it to, and the loop reads
-    them between transactions and while it waits (select() wakes on the descriptor). A Python-level
-    handler alone was seen never to run here: SIGTERM caught and no longer pending, the handler never
-    called, the loop waiting in select() for a minute (the follow test, under load)."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __init__(self) -> None:
-        self.fd = -1
-        self._write = -1
-        self._old_fd = -1
-        self._handlers: dict[int, Any] = {}
-
-    def __enter__(self) -> StopSignals:
-        self.fd, self._write = os.pipe()
-        os.set_blocking(self.fd, False)
-        os.set_blocking(self._write, False)
-        # a handler must be set for the wakeup descriptor to be written; it has nothing else to do
-        self._handlers = {s: signal.signal(s, _counted_by_the_wakeup_fd) for s in self.SIGNALS}
-        self._old_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        signal.set_wakeup_fd(self._old_fd)
-        for s, handler in self._handlers.items():
-            signal.signal(s, handler)
-        os.close(self.fd)
-        os.close(self._write)
-
-    def received(self) -> int:
-        """How many stop signals came since the last call."""
-        try:
-            data = os.read(self.fd, 256)
-        except BlockingIOError:
-            return 0
-        return sum(1 for number in data if number in self.SIGNALS)
-
-
-def _counted_by_the_wakeup_fd(*_: object) -> None:
-    pass
 
 
 @dataclass
