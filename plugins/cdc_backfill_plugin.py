@@ -1,28 +1,14 @@
-"""The AirflowPlugin that registers what Airflow shows for cdc_backfill.
+"""cdc_backfill's Airflow plugin for a checkout whose package is not installed.
 
-Airflow's plugin loader imports this file in every Airflow process: it must stay light and must not
-import Spark (tests check that importing it leaves pyspark unimported).
-
-- ``fastapi_apps``: the progress page, mounted by the API server at ``/cdc-backfill/``.
-- ``external_views``: a "CDC snapshots" entry under Browse that shows that page inside the UI.
+An installed package registers the plugin through its ``airflow.plugins`` entry point; Airflow refuses a
+plugin registered twice, so this file then defines nothing (cdc_backfill.airflow.plugin holds it).
 """
 
 from __future__ import annotations
 
-from airflow.plugins_manager import AirflowPlugin
+from cdc_backfill.airflow.plugin import registered_by_entry_point
 
-from cdc_backfill.airflow.progress_app import PREFIX, app
+if not registered_by_entry_point():
+    from cdc_backfill.airflow.plugin import CdcBackfillPlugin
 
-
-class CdcBackfillPlugin(AirflowPlugin):
-    name = "cdc_backfill"
-    fastapi_apps = [{"app": app, "url_prefix": PREFIX, "name": "cdc_backfill snapshot progress"}]
-    external_views = [
-        {
-            "name": "CDC snapshots",
-            "href": f"{PREFIX}/",
-            "destination": "nav",
-            "category": "browse",
-            "url_route": "cdc_snapshots",
-        }
-    ]
+    __all__ = ["CdcBackfillPlugin"]

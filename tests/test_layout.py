@@ -13,6 +13,7 @@ from tests.support.imports import import_time_imports, project_imports
 from tests.support.imports import imported_after as _imported_after
 
 PLUGINS = ROOT / "plugins"
+DAGS = ROOT / "dags"
 PACKAGE = PLUGINS / "cdc_backfill"
 MODULE_LINES = 400  # about: a module over it holds more than one trade
 DAG_LINES = 80  # a DAG file declares parameters and wires tasks
@@ -81,11 +82,30 @@ def test_the_static_rule_agrees_with_a_real_import(module: str) -> None:
     assert "pyspark" not in loaded
 
 
-def test_airflow_plugin_does_not_import_spark() -> None:
-    # Airflow's plugin loader puts the plugins folder on sys.path before importing the file.
-    loaded = _imported_after(f"sys.path.insert(0, {str(PLUGINS)!r}); import cdc_backfill_plugin")
+@pytest.mark.parametrize(
+    "importing",
+    [
+        "import cdc_backfill.airflow.plugin",  # its entry point
+        # a checkout's plugins folder: Airflow's loader puts it on sys.path before importing the file
+        f"sys.path.insert(0, {str(PLUGINS)!r}); import cdc_backfill_plugin",
+    ],
+)
+def test_airflow_plugin_does_not_import_spark(importing: str) -> None:
+    loaded = _imported_after(importing)
     assert "airflow" in loaded
     assert "pyspark" not in loaded
+
+
+def test_the_provider_info_imports_nothing_of_airflow_or_spark() -> None:
+    """Airflow reads it in every process, before it decides what to import."""
+    loaded = _imported_after("import cdc_backfill.airflow.provider")
+    assert "airflow" not in loaded and "pyspark" not in loaded
+
+
+def test_the_checkouts_dag_files_are_the_ones_the_command_writes() -> None:
+    from cdc_backfill.airflow.dags import DAG_FILES, dag_file_text
+
+    assert {name: (DAGS / name).read_text() for name in DAG_FILES} == {n: dag_file_text(n) for n in DAG_FILES}
 
 
 def test_code_is_lint_clean_and_formatted() -> None:

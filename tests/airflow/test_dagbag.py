@@ -72,10 +72,7 @@ def test_a_broken_schedules_file_is_an_import_error_not_a_silent_gap(
 
 
 def test_the_plugin_registers_the_progress_page() -> None:
-    import sys
-
-    sys.path.insert(0, str(DAGS.parent / "plugins"))
-    from cdc_backfill_plugin import CdcBackfillPlugin
+    from cdc_backfill.airflow.plugin import CdcBackfillPlugin
 
     [app] = CdcBackfillPlugin.fastapi_apps
     assert app["url_prefix"] == "/cdc-backfill" and {r.path for r in app["app"].routes} >= {

@@ -17,6 +17,7 @@ from airflow.sdk import BaseHook
 
 from cdc_backfill.airflow.defaults import SOURCE_CONN_ID
 from cdc_backfill.airflow.plans import KAFKA_CONN_ID
+from cdc_backfill.airflow.provider import SOURCE_CONN_TYPE, SOURCE_FORM, SOURCE_HOOK_NAME, connection_url
 from cdc_backfill.config import config_files, mask_url, resolve_source, source_engine, sqlalchemy_url
 from cdc_backfill.kafka.topics import KafkaError
 from cdc_backfill.lakepath import lake_path
@@ -172,8 +173,10 @@ class CdcSourceHook(SourceSignals, BaseHook):
 
     conn_name_attr = "source_conn_id"
     default_conn_name = SOURCE_CONN_ID
-    conn_type = "postgres"
-    hook_name = "cdc_backfill source"
+    conn_type = SOURCE_CONN_TYPE  # the provider's form; a connection of the postgres type works as well
+    hook_name = SOURCE_HOOK_NAME
+
+    get_ui_field_behaviour = classmethod(lambda cls: SOURCE_FORM)  # the connection type's form
 
     def __init__(
         self, source_conn_id: str = SOURCE_CONN_ID, signal_table: str | None = None, **kwargs: object
@@ -196,7 +199,7 @@ class CdcSourceHook(SourceSignals, BaseHook):
             conn = self.get_connection(self.source_conn_id)
         except AirflowNotFoundException:
             return source_without_connection(self.source_conn_id)
-        return sqlalchemy_url(conn.get_uri())
+        return sqlalchemy_url(connection_url(conn.get_uri(), conn.conn_type))
 
     def require_source_url(self) -> str:
         url = self.get_source_url()

@@ -76,6 +76,22 @@ def _cmd_airflow(args: argparse.Namespace) -> int:
     return run_standalone(project_root(), port=args.port, host=args.host, verbose=args.verbose)
 
 
+def _cmd_dags(args: argparse.Namespace) -> int:
+    from cdc_backfill.airflow.dags import DagFileExists, write_dag_files
+
+    folder = Path(args.into)
+    try:
+        written = write_dag_files(folder, force=args.force)
+    except DagFileExists as exc:
+        print(f"cdc-backfill dags: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    print(f"{len(written)} DAG files in {folder}: Airflow reads them where its dags_folder is that folder "
+          f"(AIRFLOW__CORE__DAGS_FOLDER={folder.resolve()})", file=sys.stderr)  # fmt: skip
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from cdc_backfill.demo import run_demo, stop_demo
 
@@ -126,6 +142,7 @@ def _command_groups() -> list[Callable[[argparse._SubParsersAction], None]]:  # 
         add_state_parser,
         add_demo_parser,
         add_airflow_parser,
+        add_dags_parser,
         add_reconcile_parser,
     ]
 
@@ -214,6 +231,20 @@ def add_airflow_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     air.add_argument("--port", type=int, default=8080, help="the UI's port (default 8080)")
     air.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     air.set_defaults(func=_cmd_airflow)
+
+
+def add_dags_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    dags = sub.add_parser(
+        "dags",
+        help="write the product's DAG files (one import and one call each) into your Airflow's dags folder",
+        description="Write cdc_incremental_snapshot, cdc_capture_postgres, cdc_stop_snapshot, cdc_doctor and "
+        "the scheduled backfills' DAG file into a folder. Each builds its DAG from the installed package "
+        "(cdc_backfill.airflow.dags), so an upgrade of the package upgrades the DAGs.",
+        epilog="example: cdc-backfill dags --into $AIRFLOW_HOME/dags",
+    )
+    dags.add_argument("--into", required=True, metavar="FOLDER", help="the folder (created if missing)")
+    dags.add_argument("--force", action="store_true", help="overwrite DAG files of the same name")
+    dags.set_defaults(func=_cmd_dags)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
