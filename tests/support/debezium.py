@@ -98,3 +98,28 @@ def landed_records(landing: Any) -> list[dict]:
             elif follows(record) is None:
                 out.append(with_schemas(record, schemas))
     return out
+
+
+def key_history(landing: Any, collection: str, keys: Any, limit: int = 40) -> str:
+    """Every landed record of ``collection`` whose key (or its before/after row's id) is among ``keys``,
+    one line each in landing order: what a failing consistency test prints to be understood from its log
+    alone (the CI machine and its folders are gone by the time anyone reads it)."""
+    wanted = {str(k[0] if isinstance(k, tuple) else k) for k in keys}
+    table = collection.split(".")[-1]
+    lines = []
+    ingested = [*landed_records(landing / "_ingested"), *landed_records(landing)]  # moved there by ingest
+    for i, record in enumerate(ingested):
+        value = (record.get("value") or {}).get("payload", record.get("value")) or {}
+        key = (record.get("key") or {}).get("payload", record.get("key")) or {}
+        source = value.get("source") or {}
+        if source.get("table") not in (None, table):
+            continue
+        ids = {str(v) for v in key.values()} | {
+            str((value.get(side) or {}).get("id")) for side in ("before", "after") if value.get(side)
+        }
+        if ids & wanted:
+            lines.append(
+                f"#{i} op={value.get('op')} key={key} lsn={source.get('lsn')} seq={source.get('sequence')} "
+                f"snapshot={source.get('snapshot')} before={value.get('before')} after={value.get('after')}"
+            )
+    return "\n".join(lines[:limit]) or "(no landed record of those keys)"

@@ -20,7 +20,7 @@ from cdc_backfill.capture.debezium.settings import DEFAULT_SLOT
 from cdc_backfill.cli.main import main
 from cdc_backfill.landing.notifications import read_notifications
 from cdc_backfill.signals.store import SignalStore
-from tests.support.debezium import dbz_drain, require_engine, run_until_a_chunk, settings
+from tests.support.debezium import dbz_drain, key_history, require_engine, run_until_a_chunk, settings
 from tests.support.judge import assert_state_is_source, overlap
 from tests.support.pg import plain_url, send, sql
 from tests.support.runs import reconcile_here
@@ -104,4 +104,9 @@ def test_debezium_state_equals_the_source_under_random_concurrent_writes(
         ingest_and_reconcile(spark, tmp_path)
     print(f"seed {seed_value} ({watermarking}): {removed} phantoms removed, {len(rereads)} re-read signals")
     assert removed > 0, f"the lost deletes were removed: {said}"
-    assert_state_is_source(url, tmp_path / "state", TABLES)
+    try:
+        assert_state_is_source(url, tmp_path / "state", TABLES)
+    except AssertionError as exc:  # the landed records of the keys that differ: the log must explain it
+        coll = str(exc).split(":", 1)[0]
+        keys = re.findall(r"\((\d+),\)", str(exc))
+        raise AssertionError(f"{exc}\n{key_history(tmp_path / 'lake', coll, keys)}\n{said}") from None
