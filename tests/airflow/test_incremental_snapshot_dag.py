@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from cdc_backfill.state.table import table_uri
 from tests.airflow.conftest import load_dag
 from tests.support.cli import cli, ok
 from tests.support.judge import assert_state_is_source, overlap
@@ -67,6 +68,10 @@ def test_snapshot_dag_with_writers_ends_with_verify_equal(
         )
         states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
         assert run.state == "success", states
+        # each collection's state is an asset a user's DAG can be scheduled on, named by its URI
+        assert state_asset_events(dag.dag_id, run.run_id) == {
+            table_uri(state, c): c for c in ("public.orders", "public.lines")
+        }
         if isinstance(landing, Path):  # the form's compression reached the engine
             chunks = sorted((landing / "snapshots").rglob("*.parquet"))
             assert chunks and {
@@ -164,3 +169,17 @@ def test_a_refused_trigger_fails_validate_with_one_line_and_no_traceback(
     line = next(line for line in log.splitlines() if "refused: " in line)
     assert "matches no table in the source" in line and "did you mean public.lines, public.orders" in line
     assert "Traceback" not in log, log[-3000:]
+
+
+def state_asset_events(dag_id: str, run_id: str) -> dict[str, str]:
+    """The asset events a run recorded: asset URI -> the collection its extra names (rows counted)."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        events = session.scalars(
+            select(AssetEvent).where(AssetEvent.source_dag_id == dag_id, AssetEvent.source_run_id == run_id)
+        ).all()
+        assert all(e.extra["rows"] > 0 for e in events), [e.extra for e in events]
+        return {e.asset.uri: e.extra["collection"] for e in events}

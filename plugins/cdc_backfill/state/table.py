@@ -115,6 +115,13 @@ def state_collections(state: LakePath) -> list[str]:
     return sorted(p.name for p in root.iterdir() if not p.name.startswith(("_", ".")) and is_state_table(p))
 
 
+def table_uri(state: LakePath | str, collection: str) -> str:
+    """A collection's state table as a URI (``file:///…``, ``s3://…``): how Airflow names it as an asset,
+    and a user's DAG scheduled on it."""
+    table = lake_path(state) / collection
+    return table.resolve().as_uri() if isinstance(table, Path) else str(table)
+
+
 class StateTable:
     """One collection's state table: its versions, history and commits."""
 

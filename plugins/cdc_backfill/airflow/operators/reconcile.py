@@ -7,11 +7,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Context
+from airflow.sdk import Asset, AssetAlias, Context
 
 from cdc_backfill.airflow import plans
 from cdc_backfill.airflow.operators.base import prepare_runtime, refuse
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
+
+# The outlet of every reconcile task: each run adds to it one asset event per collection whose state it
+# wrote, the asset named by the state table's URI (``state.table.table_uri``), which a user's DAG can be
+# scheduled on (``schedule=[Asset("file:///…/state/public.orders")]``). The collections are known only
+# once the form is rendered, so the concrete assets come through this alias.
+STATE_ASSETS = AssetAlias("cdc_backfill_state")
 
 
 class CdcReconcileOperator(SparkSubmitOperator):
@@ -47,6 +53,7 @@ class CdcReconcileOperator(SparkSubmitOperator):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "cdc_backfill_reconcile")
+        kwargs.setdefault("outlets", [STATE_ASSETS])
         # the job and its arguments are made from the fields above once they are rendered (``execute``)
         super().__init__(conn_id=conn_id, application="", **kwargs)
         self.spark_conn_id = conn_id
@@ -65,20 +72,26 @@ class CdcReconcileOperator(SparkSubmitOperator):
         if topics:
             from cdc_backfill.airflow.hooks import CdcKafkaHook
             from cdc_backfill.kafka.topics import KafkaError
-            from cdc_backfill.spark.packages import kafka_source
 
             try:
                 broker = CdcKafkaHook(plans.optional_text(self.kafka_conn_id) or plans.KAFKA_CONN_ID).broker()
             except KafkaError as exc:
                 raise refuse(exc) from exc
             kafka = (broker.bootstrap, topics)
-            self.packages = ",".join(p for p in (self.packages, kafka_source()) if p)
             self.env_vars = {**(self.env_vars or {}), **broker.environ()}
         landing, state, collections = (
             str(self.landing_dir),
             str(self.state_dir),
             plans.as_list(self.collections),
         )
+        from cdc_backfill.spark.packages import ConnectorError, job_packages
+
+        try:  # Spark's Kafka source, the s3a connector where the lake is on S3
+            needed = job_packages([landing, state], kafka=kafka is not None)
+        except ConnectorError as exc:
+            raise refuse(exc) from exc
+        self.packages = ",".join(p for p in (self.packages, *needed.coordinates) if p) or None
+        self.exclude_packages = ",".join(p for p in (self.exclude_packages, *needed.excludes) if p) or None
         signal_table = plans.optional_text(self.signal_table) or DEFAULT_SIGNAL_TABLE
         ingest = plans.ingests_json(capture)
         self.application, self.application_args = plans.reconcile_submit(
@@ -96,4 +109,19 @@ class CdcReconcileOperator(SparkSubmitOperator):
             ingest=ingest or kafka is not None,
         )
         prepare_runtime(context, spark_conn_id=self.spark_conn_id, first_compiler_only=small)
+        from cdc_backfill.reconcile.runs import last_run
+
+        before = last_run(lake_path(state))
         super().execute(context)
+        after = last_run(lake_path(state))
+        if after is not None and (before is None or after[0] != before[0]):
+            written_states(context, state, after[1])
+
+
+def written_states(context: Context, state: str, run: dict[str, Any]) -> None:
+    """One asset event per collection the run wrote (``run``: its record), on the alias outlet."""
+    from cdc_backfill.state.table import table_uri
+
+    for collection, info in run.get("collections", {}).items():
+        extra = {"collection": collection, "version": info.get("version"), "rows": info.get("rows")}
+        context["outlet_events"][STATE_ASSETS].add(Asset(table_uri(state, collection)), extra=extra)
