@@ -3,8 +3,8 @@ same typed log, and where the difference goes.
 
 The S3 server is moto's, started here as a process on 127.0.0.1 (a Python server keeping objects in
 memory: what it shows is the cost of going through S3's protocol, Spark's s3a connector and delta-rs'
-object store, not a real store's latency or bandwidth). Spark reaches it through the S3 connector's
-jars the tests use (``tests/support/jars.py``).
+object store, not a real store's latency or bandwidth). Spark reaches it through the s3a connector the
+product asks for (``spark.packages.s3_connector``).
 
 Each round runs the reconcile of the same landing twice, local then S3, each into a fresh state, and
 the floor (the typed log read, the latest event per key, Parquet written) on each store; the median of
@@ -31,7 +31,6 @@ from typing import Any
 
 from bench.common import report
 from bench.reconcile import COLLECTION, LOG_DIR, log_floor, make_landing, reuse_or_make_landing
-from tests.support.jars import classpath_conf, s3a_jars
 from tests.support.s3 import S3Server, upload
 
 STEPS: dict[str, list[float]] = defaultdict(list)  # step -> seconds, appended by the wrappers
@@ -103,7 +102,7 @@ def main() -> None:
         t0 = time.perf_counter()
         upload(landing.log, lake / "landing")
         t_upload = time.perf_counter() - t0
-        spark = build_session("bench_lake", master="local[2]", conf=classpath_conf(s3a_jars()))
+        spark = build_session("bench_lake", master="local[2]", lake=["s3://bench"])  # s3a connector
         instrument()
         # warm-up on a small landing on each store: JIT, s3a's classes and clients, delta-rs' store
         warm = make_landing(work / "warm", 20_000)

@@ -218,71 +218,35 @@ def _without_job_java_options() -> Iterator[None]:
                 os.environ[name] = value
 
 
-_S3A_JARS: list[Path] = []  # the S3 connector's jars, if they could be had (tests.support.jars)
-_S3A_ERROR: list[str] = []
-
-
 @contextmanager
 def _packages_lock() -> Iterator[None]:
     """One session start at a time on the machine: ``make test``'s two pytest processes start theirs at
     once, and on a fresh machine both would fetch the Kafka source into Ivy's cache together."""
     import fcntl
 
-    from tests.support.jars import cache_dir
-
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    with (cache_dir() / ".spark-packages.lock").open("w") as lock:
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cdc_backfill"
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".spark-packages.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         yield
 
 
 def _session_jars() -> dict[str, str]:
-    """The shared session's connectors, which only a JVM's start can add: the S3 connector
-    (:func:`_s3a_classpath`) and Spark's Kafka source, by its Maven coordinates as a user's Spark
-    fetches it (``capture kafka`` run in-process by the Kafka torture test)."""
-    from cdc_backfill.spark.packages import kafka_source
+    """The shared session's connectors, which only a JVM's start can add, by their Maven coordinates as
+    a user's Spark fetches them: Spark's Kafka source (``capture kafka`` run in-process by the Kafka
+    torture test) and the s3a connector the product asks for where a lake is on S3."""
+    from cdc_backfill.spark.packages import job_packages
 
-    return {**_s3a_classpath(), "spark.jars.packages": kafka_source()}
-
-
-def _s3a_classpath() -> dict[str, str]:
-    """The S3 connector on the shared session's class path, which only a JVM's start can set: tests
-    that need it fail (CI) or skip through :func:`s3_spark` when it could not be had."""
-    from tests.support.jars import classpath_conf, s3a_jars
-
-    try:
-        _S3A_JARS[:] = s3a_jars()
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        _S3A_ERROR.append(str(exc))
-        return {}
-    return classpath_conf(_S3A_JARS)
+    return job_packages(["s3://any"], kafka=True).conf()
 
 
 @pytest.fixture
-def s3_spark_conf(s3_env, tmp_path_factory, monkeypatch):  # type: ignore[no-untyped-def]
-    """A spark-submit the test starts (a CLI, the demo) reaches the test's S3 server with the connector
-    as a user's would: ``spark-defaults.conf`` in ``SPARK_CONF_DIR``, the AWS settings in the
-    environment. Its folder."""
-    from tests.support.jars import s3a_jars, spark_conf_dir
-
-    try:
-        jars = _S3A_JARS or s3a_jars()
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        unavailable("Spark's S3 connector", exc)
-    folder = spark_conf_dir(jars, tmp_path_factory.mktemp("spark-conf"))
-    monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
-    return folder
-
-
-@pytest.fixture
-def s3_spark(spark, s3_env, s3_spark_conf):  # type: ignore[no-untyped-def]
+def s3_spark(spark, s3_env):  # type: ignore[no-untyped-def]
     """The shared session reaching the test's S3 server: the settings a session built now would get
     (``cdc_backfill.storage.spark_conf``), set on its Hadoop configuration; a spark-submit the test
-    starts reaches it too (:func:`s3_spark_conf`)."""
+    starts reaches it too (the AWS settings are in the environment, the connector on its command line)."""
     from cdc_backfill.storage import spark_conf
 
-    if not _S3A_JARS:
-        unavailable("Spark's S3 connector", _S3A_ERROR[0] if _S3A_ERROR else "no jars")
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in spark_conf(s3_env).items():
         hadoop.set(key.removeprefix("spark.hadoop."), value)

@@ -93,9 +93,7 @@ def test_demo_shows_only_its_own_steps_keeps_its_server_and_every_next_command_r
 @pytest.mark.slow
 @pytest.mark.pg
 @pytest.mark.spark
-def test_demo_with_its_lake_on_s3_and_every_command_it_prints_runs(
-    tmp_path: Path, s3_spark_conf: Path, s3_lake
-) -> None:  # type: ignore[no-untyped-def]
+def test_demo_with_its_lake_on_s3_and_every_command_it_prints_runs(tmp_path: Path, s3_lake) -> None:  # type: ignore[no-untyped-def]
     lake = f"{s3_lake}/demo"
     res = subprocess.run(
         [sys.executable, "-m", "cdc_backfill.cli", "demo", "--rows", "3000", "--folder", "demo", "--lake", lake],

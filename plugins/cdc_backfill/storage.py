@@ -25,16 +25,6 @@ from urllib.parse import urlparse
 
 SCHEMES = ("file", "s3")
 PATH_STYLE = "CDC_BACKFILL_S3_PATH_STYLE"
-# Hadoop 3.5's s3a defaults carry units ("60s") that the hadoop-aws 3.3 jars the tests use cannot
-# parse: plain numbers work with both (milliseconds, seconds for the keep-alive and purge age)
-_S3A_NUMBERS = {
-    "fs.s3a.connection.timeout": "200000",
-    "fs.s3a.connection.establish.timeout": "30000",
-    "fs.s3a.threads.keepalivetime": "60",
-    "fs.s3a.multipart.purge.age": "86400",
-    "fs.s3a.retry.interval": "500",
-    "fs.s3a.retry.throttle.interval": "100",
-}
 
 
 class StorageError(ValueError):
@@ -159,11 +149,10 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The Spark settings that reach S3 through the s3a connector, for every session: ``s3://`` and
     ``s3a://`` both name it (the product's URIs are ``s3://``), and the endpoint, addressing, region and
     credentials of :func:`s3_settings` where given (Spark redacts the credentials in its UI and logs;
-    without them s3a takes its own chain: instance roles, the AWS environment). The connector's jars are
-    the user's to add (``hadoop-aws``, README "The lake on S3")."""
+    without them s3a takes its own chain: instance roles, the AWS environment). The connector itself
+    comes by its Maven coordinates (``spark.packages.s3_connector``)."""
     s = s3_settings(environ)
-    conf = {f"spark.hadoop.{k}": v for k, v in _S3A_NUMBERS.items()}
-    conf["spark.hadoop.fs.s3.impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    conf = {"spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
     endpoint = s.get("AWS_ENDPOINT_URL", "")
     if endpoint:
         parsed = urlparse(endpoint)
@@ -176,8 +165,7 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     if "AWS_ACCESS_KEY_ID" in s:
         conf["spark.hadoop.fs.s3a.access.key"] = s["AWS_ACCESS_KEY_ID"]
         conf["spark.hadoop.fs.s3a.secret.key"] = s.get("AWS_SECRET_ACCESS_KEY", "")
-        # named, not left to the defaults: Hadoop 3.5's list names AWS SDK v2 classes, which older
-        # connectors (built on SDK v1) cannot load; this class is in both
+        # the keys given, not the default chain's first finds (the environment's, an instance role)
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
             "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
         )

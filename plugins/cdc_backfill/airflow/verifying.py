@@ -45,7 +45,7 @@ def verify_collections(
 
     ways = reach(url, landing, signal_table, capture)
     existing = SparkSession.getActiveSession()
-    spark = build_session("cdc_backfill_verify", master=master)  # reused by each comparison below
+    spark = build_session("cdc_backfill_verify", master=master, lake=[state_dir])  # reused below
     reports = []
     try:
         done = verify_here(

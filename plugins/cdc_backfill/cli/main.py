@@ -282,9 +282,10 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
     from cdc_backfill.config import ConfigError, mask_url
     from cdc_backfill.extras import missing_extra
     from cdc_backfill.signals.model import SignalError
+    from cdc_backfill.spark.packages import ConnectorError
     from cdc_backfill.storage import StorageError
 
-    if isinstance(exc, ConfigError | SignalError | StorageError):
+    if isinstance(exc, ConfigError | SignalError | StorageError | ConnectorError):
         return str(exc)
     extra = missing_extra(exc)
     if extra:

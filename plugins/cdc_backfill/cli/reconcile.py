@@ -56,15 +56,13 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
 def _nothing_new(args: argparse.Namespace) -> bool:
     """A run that would change nothing (with ``--ingest``: and has no JSON to ingest) is not run: no
     Spark, no new version (older ones stay kept). Its summary says so, in the job's form."""
-    from cdc_backfill.landing.columns import landed_collections
     from cdc_backfill.landing.stream import ingest_paths
     from cdc_backfill.reconcile.runs import nothing_new
 
     landing = lake_path(args.landing)
     if args.print_command or (args.ingest and ingest_paths(landing, None)):
         return False
-    collections = args.collections or landed_collections(landing, args.signal_table)
-    if not nothing_new(landing, lake_path(args.state), collections):
+    if not nothing_new(landing, lake_path(args.state), args.collections or [], args.signal_table):
         return False
     print(f"cdc-backfill reconcile: nothing new in {args.landing} since the state's position: no version written",
           file=sys.stderr)  # fmt: skip
@@ -136,6 +134,7 @@ def submit_and_relay(
     script reading it expects. ``stop_job``: the job's script, whose driver is handed a SIGTERM this
     process receives (a job that runs until told to stop, and then ends its round cleanly)."""
     from cdc_backfill.spark.log4j import is_jvm_noise
+    from cdc_backfill.spark.packages import unresolved
 
     # the JVM's own stderr too, so that its noise (``is_jvm_noise``) is left out
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -143,16 +142,21 @@ def submit_and_relay(
         signal.signal(signal.SIGTERM, lambda *_: stop_driver(proc.pid, stop_job))
     summary = None
     out_of_memory = False
+    fetch = None  # a connector Spark could not fetch: said in one line, instead of Ivy's report and trace
     assert proc.stdout is not None
     for line in proc.stdout:
         if is_summary_line(line):
             summary = line
-        elif not is_jvm_noise(line):
-            out_of_memory = out_of_memory or OUT_OF_MEMORY in line
-            sys.stderr.write(line)
-            sys.stderr.flush()
+        elif fetch is None and not is_jvm_noise(line):
+            fetch = unresolved(line)
+            if fetch is None:
+                out_of_memory = out_of_memory or OUT_OF_MEMORY in line
+                sys.stderr.write(line)
+                sys.stderr.flush()
     code = proc.wait()
-    if code != 0 and out_of_memory:  # the traces above are Spark's: say what to do, last
+    if code != 0 and fetch:
+        print(fetch, file=sys.stderr)
+    elif code != 0 and out_of_memory:  # the traces above are Spark's: say what to do, last
         print(OUT_OF_MEMORY_HINT, file=sys.stderr)
     if summary is not None:
         sys.stdout.write(summary)

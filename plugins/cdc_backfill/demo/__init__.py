@@ -323,7 +323,6 @@ def _reconcile_and_verify(run: _Run, stream: KafkaStream | None = None) -> None:
     """Steps 4 and 5 on one Spark session: the landing reconciled into the state (with ``stream``: the
     topics landed first), then each table verified against the source, range by range."""
     from cdc_backfill.reconcile.spark.job import reconcile_landing
-    from cdc_backfill.spark.packages import kafka_source
     from cdc_backfill.spark.session import build_session
     from cdc_backfill.verify.ranges import DEFAULT_RANGES
     from cdc_backfill.verify.spark.range_stats import verify_collection
@@ -331,8 +330,9 @@ def _reconcile_and_verify(run: _Run, stream: KafkaStream | None = None) -> None:
     f = run.figures
     t2 = time.monotonic()
     run.console.print("[bold]4.[/] reconcile (Spark): its steps follow")
-    conf = {"spark.jars.packages": kafka_source()} if stream is not None else None
-    spark = build_session("cdc_backfill_demo", master=SPARK_MASTER, conf=conf)
+    spark = build_session(
+        "cdc_backfill_demo", master=SPARK_MASTER, lake=[run.landing, run.state], kafka=stream is not None
+    )
     try:
         if stream is not None:
             landed = stream.land(spark)

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from cdc_backfill.eventlog.counts import COUNTS, KEYS, LEFT_OUT, ROW_OPS, UNCHANGED, valid_counts
 from cdc_backfill.events.positions import position_key
 from cdc_backfill.lakepath import lake_path, parquet_metadata
+from cdc_backfill.landing.columns import landed_collections
 from cdc_backfill.landing.layout import (
     is_ingest_file,
     log_file_span,
@@ -221,6 +222,17 @@ def landed_log_files(landing: Path, after: Sequence[int] | None = None) -> Lande
     return LandedLog(out, counts, changes)
 
 
+def last_run(state: Path) -> tuple[str, dict[str, Any]] | None:
+    """The newest run record of the state (``_runs/``): its name and its summary; None before any."""
+    folder = runs_dir(state)
+    for path in sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else ():
+        try:
+            return path.name, json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def last_landing(state: Path) -> Path | None:
     """The landing zone the state's last reconcile read, if it still exists (``_runs/``)."""
     folder = runs_dir(state)
@@ -234,12 +246,12 @@ def last_landing(state: Path) -> Path | None:
     return None
 
 
-def nothing_new(landing: Path, state: Path, collections: Iterable[str]) -> bool:
-    """Whether a reconcile of ``collections`` would change nothing (file reads only, no Spark): every one
-    has a state, no READ chunk it has not judged, and no roll manifest it has not read ends after its
-    position. Windows and phantom decisions move only with new events or chunks, so such a run writes the same
-    rows again."""
-    names = list(collections)
+def nothing_new(landing: Path, state: Path, collections: Iterable[str], signal_table: str) -> bool:
+    """Whether a reconcile of ``collections`` (none: every one landed) would change nothing (file reads
+    only, no Spark): every one has a state, no READ chunk it has not judged, and no roll manifest it has
+    not read ends after its position. Windows and phantom decisions move only with new events or chunks,
+    so such a run writes the same rows again."""
+    names = list(collections) or landed_collections(landing, signal_table)
     for coll in names:
         try:
             previous = current_version(state, coll)

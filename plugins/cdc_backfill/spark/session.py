@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
 from cdc_backfill.runtime import apply_defaults
 from cdc_backfill.spark.log4j import is_jvm_noise, spark_log_level, with_driver_java_options
+from cdc_backfill.spark.packages import ConnectorError, job_packages, unresolved
 from cdc_backfill.spark.submit import LOCAL_DRIVER_MEMORY
 from cdc_backfill.storage import spark_conf
 
@@ -85,9 +87,16 @@ def _submitted_master() -> str | None:
 
 
 def build_session(
-    app_name: str = "cdc_backfill", master: str | None = None, conf: dict[str, str] | None = None
+    app_name: str = "cdc_backfill",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    lake: Sequence[object] = (),
+    kafka: bool = False,
 ) -> SparkSession:
-    """A session on ``master`` (default: ``SPARK_MASTER`` or ``local[*]``) with the project's defaults."""
+    """A session on ``master`` (default: ``SPARK_MASTER`` or ``local[*]``) with the project's defaults,
+    and the connectors its work needs (``spark.packages.job_packages``): Spark's Kafka source with
+    ``kafka``, the s3a connector where a location of ``lake`` is on S3. A session already running (a
+    job under spark-submit, which was given them) is returned as it is."""
     apply_defaults()
     # py4j logs at INFO from finalizers at interpreter exit, after pytest/logging closed the streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -99,7 +108,9 @@ def build_session(
         return existing
     builder = SparkSession.builder.appName(app_name).master(master)
     # Spark's JVM log at WARN: the driver runs here whatever the master
-    settings = with_driver_java_options(session_conf(master, conf))
+    settings = with_driver_java_options(
+        session_conf(master, {**job_packages(lake, kafka).conf(), **(conf or {})})
+    )
     _launch_gateway({"spark.master": master, "spark.app.name": app_name, **settings})
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -118,7 +129,6 @@ def _launch_gateway(settings: dict[str, str]) -> None:
     """Start the driver's JVM as pyspark would, but with its stderr relayed line by line without the
     JVM's own noise (``log4j.is_jvm_noise``), and make the context on it. Not when a JVM is up already
     (a session stopped earlier in this process, or spark-submit's)."""
-    import subprocess
     import sys
 
     from pyspark import SparkConf, SparkContext
@@ -127,9 +137,21 @@ def _launch_gateway(settings: dict[str, str]) -> None:
     if _jvm_started.is_set() or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    read_end, write_end = os.pipe()  # the JVM's stderr, ours to read even when it exits at once
+    stream = os.fdopen(read_end, "rb")
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except Exception:
+        os.close(write_end)
+        said = [line.decode("utf-8", "replace") for line in stream]
+        stream.close()
+        fetch = next((m for m in map(unresolved, said) if m), None)
+        if fetch:  # Ivy could not fetch a connector: said in one line, not as Spark's trace
+            raise ConnectorError(fetch) from None
+        sys.stderr.writelines(line for line in said if not is_jvm_noise(line))
+        raise
+    os.close(write_end)
     _jvm_started.set()
-    stream = gateway.proc.stderr
 
     def relay() -> None:
         for raw in iter(stream.readline, b""):

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cdc_backfill.spark.log4j import driver_java_options
-from cdc_backfill.spark.packages import kafka_source
+from cdc_backfill.spark.packages import job_packages
 
 # the jobs' entry points, files of the package (cdc_backfill/jobs/): spark-submit runs them as scripts
 JOBS = Path(__file__).resolve().parents[1] / "jobs"
@@ -42,8 +42,7 @@ def reconcile_command(
     cmd = submit_head(spark_submit, master, "cdc_backfill_reconcile", first_compiler_only=small)
     for key, value in sorted((conf or {}).items()):
         cmd += ["--conf", f"{key}={value}"]
-    if kafka:
-        cmd += ["--packages", kafka_source()]
+    cmd += job_packages([landing, state], kafka=kafka is not None).args()
     cmd += [str(job), "--landing", landing, "--state", state]
     if kafka:
         cmd += ["--bootstrap-servers", kafka[0], "--topics", kafka[1]]
@@ -72,6 +71,7 @@ def ingest_command(
     """``small``: the ingest is known to be short (``reconcile.run_size.first_compiler_only_to_ingest``)."""
     job = JOBS / "ingest.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_ingest", first_compiler_only=small)
+    cmd += job_packages([landing, *inputs]).args()
     cmd += [str(job), "--landing", landing, *inputs]
     return cmd + typing_args(catalog, column_types, signal_table, verbose)
 
@@ -106,7 +106,7 @@ def capture_kafka_command(
     """``capture kafka``'s job, with Spark's Kafka source fetched by its Maven coordinates."""
     job = JOBS / "capture_kafka.py"
     cmd = submit_head(spark_submit, master, "cdc_backfill_capture_kafka")
-    cmd += ["--packages", kafka_source(), str(job), "--landing", landing]
+    cmd += [*job_packages([landing], kafka=True).args(), str(job), "--landing", landing]
     cmd += ["--bootstrap-servers", bootstrap, "--topics", topics, "--follow" if follow else "--drain"]
     if interval is not None:
         cmd += ["--interval", str(interval)]

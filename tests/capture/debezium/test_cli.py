@@ -87,7 +87,7 @@ def test_drain_as_typed_then_the_printed_ingest(table: str, tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_a_landing_on_s3_keeps_debeziums_offsets_there(  # type: ignore[no-untyped-def]
-    table: str, s3_spark_conf, s3_lake, tmp_path: Path
+    table: str, s3_lake, tmp_path: Path
 ) -> None:
     """The engine's offsets live in the landing on S3, not on the machine: a second run with this
     machine's copy gone goes on where the first stopped, nothing landed twice; the printed ingest runs."""

@@ -47,7 +47,6 @@ def test_the_reconcile_runs_on_a_standalone_cluster_over_s3(
     cluster: StandaloneCluster,
     spark: Any,  # the shared local session: the landing's ingest runs here, as `cdc-backfill ingest` would
     s3_lake: S3Path,
-    s3_spark_conf: Path,  # spark-submit's SPARK_CONF_DIR: the connector's jars, as a user's would be
     tmp_path: Path,
 ) -> None:
     from cdc_backfill.ingest.column_sources import ColumnSources
@@ -76,8 +75,8 @@ def test_the_reconcile_runs_on_a_standalone_cluster_over_s3(
 
     workdir = tmp_path / "cwd"  # an empty working folder: no relative path can resolve to the lake
     workdir.mkdir()
-    # the S3 settings and SPARK_CONF_DIR (the jars on the driver's and the executors' class path: same
-    # machine, so the cache's paths hold in the workers too) are in this process's environment
+    # the S3 settings are in this process's environment; the product asks Spark for the s3a connector,
+    # which the driver hands to the cluster's executors
     env = dict(os.environ)
     before = {app["id"] for app in cluster.status().get("completedapps", [])}
     # --signal-table: the scripted source's (s.cdc_signal), not the default public.cdc_signal, else no

@@ -228,7 +228,7 @@ def test_late_events_are_only_those_landed_again(spark, tmp_path: Path) -> None:
     second = ingest_and_reconcile(spark, landing, state, enc)
     assert (second["events_applied"], second["late_events"]) == (1, 0)
     assert state_rows(spark, state, enc) == s.truth
-    assert nothing_new(landing, state, ["s.t"])  # 1.jsonl ends after the position, and was read
+    assert nothing_new(landing, state, ["s.t"], enc.signal)  # 1.jsonl ends after the position, and was read
     s.changes.append(Change("c", 3, {"id": 3, "v": "three", "big": "B3"}, n=n + 2))
     s.truth[3] = s.changes[-1].row
     # the first insert and the update delivered again, with a new event

@@ -122,7 +122,7 @@ def verify_at_position(
         sources = {c: read_source(sa_engine, c, ranges, snapshot) for c in collections}
     catch_up(snapshot.position)
     existing = SparkSession.getActiveSession()
-    spark = build_session("cdc_backfill_verify", master=master)
+    spark = build_session("cdc_backfill_verify", master=master, lake=[state_dir])
     out = []
     try:
         for coll in collections:

@@ -79,7 +79,7 @@ def verify_now(
             read_table(conn, coll)
     log.info("not verifying at one position: %s", not_exact)
     existing = SparkSession.getActiveSession()
-    spark = build_session("cdc_backfill_verify", master=master)
+    spark = build_session("cdc_backfill_verify", master=master, lake=[state_dir])
     out = []
     try:
         for coll in collections:

@@ -168,7 +168,7 @@ def compare_state(current: StateVersion, source: SourceSide, master: str = "loca
     from cdc_backfill.state.spark.frames import read_version
 
     existing = SparkSession.getActiveSession()
-    spark = build_session("cdc_backfill_verify", master=master)
+    spark = build_session("cdc_backfill_verify", master=master, lake=[current.table])
     try:
         return compare_frame(read_version(spark, current), source)
     finally:
