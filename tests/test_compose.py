@@ -85,9 +85,8 @@ def test_debezium_capture_services_run_commands_that_build_valid_configurations(
 
 def test_the_lake_is_on_minio_for_every_reader_and_writer() -> None:
     """MinIO and its bucket, the AWS settings and the lake's URIs in Airflow's environment, no volume
-    shared between the driver and the executors, and Spark's S3 connector for the Hadoop pyspark ships."""
+    shared between the driver and the executors; the image installs the package; Kafka and Kafka Connect."""
     from cdc_backfill.lakepath import S3Path, lake_path
-    from cdc_backfill.runtime import spark_home
 
     services = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
     assert {"minio", "minio-init"} <= services.keys()
@@ -99,11 +98,13 @@ def test_the_lake_is_on_minio_for_every_reader_and_writer() -> None:
     assert env["AWS_ACCESS_KEY_ID"] == services["minio"]["environment"]["MINIO_ROOT_USER"]
     for name in ("spark-master", "spark-worker"):
         assert "volumes" not in services[name], name  # the executors see the lake on S3 only
-    conf = (DOCKER / "spark" / "spark-defaults.conf").read_text()
-    home = spark_home()
-    assert home is not None
-    client = next((home / "jars").glob("hadoop-client-api-*.jar")).stem.removeprefix("hadoop-client-api-")
-    assert f"spark.jars.packages org.apache.hadoop:hadoop-aws:{client}" in conf  # the same Hadoop
+    # the package installed as users install it (its plugin by entry point), not the checkout's folders
+    assert "/opt/cdc/plugins" not in str(services["airflow-scheduler"]) and "SPARK_CONF_DIR" not in env
+    dockerfile = (DOCKER / "airflow.Dockerfile").read_text()
+    assert "pip install" in dockerfile and "[airflow," in dockerfile and "-e " not in dockerfile
+    assert {"kafka", "kafka-connect"} <= services.keys()
+    assert services["kafka-connect"]["environment"]["BOOTSTRAP_SERVERS"] == "kafka:9092"
+    assert "kafka:9092" in env["AIRFLOW_CONN_KAFKA_DEFAULT"]
 
 
 def test_sqlserver_loop_script_is_bash_whose_commands_parse_as_written() -> None:
