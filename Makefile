@@ -20,7 +20,7 @@ TEST_WORKERS ?= 1
 export CDC_BACKFILL_USER_PATH := $(or $(CDC_BACKFILL_USER_PATH),$(PATH))
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv bytecode browser test test-quick test-fast torture demo doctor airflow bench lint format lock clean
+.PHONY: venv bytecode browser test test-quick test-fast test-oldest-spark torture demo doctor airflow bench lint format lock clean
 
 venv: $(STAMP)
 
@@ -83,11 +83,13 @@ browser:
 # if any session did (exit 5: the arguments selected none of one kind).
 TEST_SIDE_BY_SIDE ?= 1
 SIDE_TESTS ?= tests/verify tests/ingest tests/state tests/kafka tests/torture/test_torture_kafka.py
-test: $(STAMP) browser bytecode
+test: $(STAMP) $(OLDEST_VENV)/.installed browser bytecode
 	@failed=""; tmp=$$(mktemp -d /tmp/cdc-backfill-tests.XXXXXX); chmod 755 $$tmp; \
 	side() { \
 	  $(BIN)/pytest -m debezium --basetemp=$$tmp/debezium $(PYTEST_ARGS); echo $$? > $$tmp/debezium.rc; \
 	  $(if $(strip $(SIDE_TESTS)),$(BIN)/pytest -m "not debezium" --basetemp=$$tmp/side $(SIDE_TESTS) $(PYTEST_ARGS); echo $$? > $$tmp/side.rc,echo 5 > $$tmp/side.rc); \
+	  echo; echo "==== Spark $(OLDEST_SPARK), the oldest line: $(OLDEST_TESTS) ===="; \
+	  $(OLDEST_VENV)/bin/pytest --basetemp=$$tmp/oldest $(OLDEST_TESTS) $(PYTEST_ARGS); echo $$? > $$tmp/oldest.rc; \
 	}; \
 	if [ "$(TEST_SIDE_BY_SIDE)" = 1 ]; then side > $$tmp/side.log 2>&1 & pid=$$!; else side; fi; \
 	$(BIN)/pytest -m "not debezium" --basetemp=$$tmp/other $(addprefix --ignore=,$(SIDE_TESTS)) $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS) || { rc=$$?; test $$rc -eq 5 || failed="the other tests (exit $$rc)"; }; \
@@ -97,8 +99,30 @@ test: $(STAMP) browser bytecode
 	fi; \
 	rc=$$(cat $$tmp/debezium.rc); test $$rc -eq 0 -o $$rc -eq 5 || failed="$${failed:+$$failed and }the Debezium tests (exit $$rc)"; \
 	rc=$$(cat $$tmp/side.rc); test $$rc -eq 0 -o $$rc -eq 5 || failed="$${failed:+$$failed and }the tests of $(SIDE_TESTS) (exit $$rc)"; \
+	rc=$$(cat $$tmp/oldest.rc); test $$rc -eq 0 || failed="$${failed:+$$failed and }the tests on Spark $(OLDEST_SPARK) (exit $$rc)"; \
 	rm -rf $$tmp; \
 	if [ -n "$$failed" ]; then echo "make test: $$failed failed (see each session's summary above)"; exit 1; fi
+
+# The oldest Spark line the product supports (pyproject.toml's pyspark range, spark.packages.OLDEST_LINE):
+# a venv of its own, every other pin the same, where the reconcile's rule tests and end-to-end runs
+# (ingest, reconcile, verify, the Kafka reader, Delta's own connector reading the state) go again.
+# make test runs them in its side process. 4.0.0: Maven Central serves every connector of that release.
+OLDEST_SPARK := 4.0.0
+OLDEST_VENV := .venv-spark-oldest
+OLDEST_TESTS ?= tests/reconcile/spark/test_rules.py tests/reconcile/spark/test_formats.py \
+  tests/verify/test_verify_e2e.py tests/kafka/test_capture_kafka.py tests/state/spark/test_delta_connector.py
+$(OLDEST_VENV)/.installed: $(STAMP)
+	@test -x $(OLDEST_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(OLDEST_VENV)
+	@grep -v '^pyspark' requirements.txt > $(OLDEST_VENV)/requirements.txt
+	@grep -v '^pyspark' constraints.txt > $(OLDEST_VENV)/constraints.txt
+	$(BIN)/uv pip install --python $(OLDEST_VENV)/bin/python --quiet --compile-bytecode \
+	  -r $(OLDEST_VENV)/requirements.txt -c $(OLDEST_VENV)/constraints.txt \
+	  pyspark==$(OLDEST_SPARK) pyspark-client==$(OLDEST_SPARK)
+	$(BIN)/uv pip install --python $(OLDEST_VENV)/bin/python --quiet --no-deps -e .
+	@touch $@
+
+test-oldest-spark: $(OLDEST_VENV)/.installed bytecode
+	$(OLDEST_VENV)/bin/pytest $(OLDEST_TESTS) $(PYTEST_ARGS)
 
 # The edit loop's tier: no Spark, Airflow, Debezium or browser, and nothing slow (PostgreSQL only).
 test-quick: $(STAMP) bytecode
@@ -150,4 +174,4 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf $(VENV) .airflow .cdc .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_VENV) .airflow .cdc .pytest_cache .ruff_cache

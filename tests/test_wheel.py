@@ -62,7 +62,7 @@ def test_the_wheel_in_a_fresh_venv_runs_the_demo_its_commands_and_a_dag(tmp_path
         assert cmds and all(shlex.split(c)[0] == "cdc-backfill" for c in cmds), cmds
         for cmd in cmds:  # verify, and its repair: a re-snapshot reconciled by spark-submit
             run(cmd, work, env)
-        url = printed[-1].split("PostgreSQL keeps running at ", 1)[1].split()[0]
+        url = printed[-1].split("PostgreSQL keeps running at ", 1)[1].split()[0].rstrip(";,")
         # the installed package's reconcile job, into a state of its own
         summary = run("cdc-backfill reconcile --landing demo/landing --state state2", work, env)
         assert json.loads(summary.splitlines()[-1])["collections"], summary
@@ -76,10 +76,10 @@ def test_the_wheel_in_a_fresh_venv_runs_the_demo_its_commands_and_a_dag(tmp_path
                 "state_dir": str(work / "dag-state"), "verify": True}  # fmt: skip
         env_dag = {**env, "AIRFLOW_CONN_CDC_SOURCE": url,
                    "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}  # fmt: skip
-        out = run(
+        # exit 0 only when the run succeeded: validate, signal, snapshot, drain, wait, reconcile, verify
+        run(
             ["airflow", "dags", "test", "cdc_incremental_snapshot", "-c", json.dumps(conf)], tmp_path, env_dag
         )
-        assert "state=success" in out.replace(" ", "").lower() or "success" in out, out[-3000:]
         assert (work / "dag-state" / "public.customers" / "_delta_log").is_dir()
     finally:
         subprocess.run(["cdc-backfill", "demo", "--stop", "--folder", "demo"], cwd=work, env=env,

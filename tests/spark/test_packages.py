@@ -17,6 +17,7 @@ from cdc_backfill.spark.packages import (
     job_packages,
     kafka_source,
     unresolved,
+    unsupported_spark,
 )
 from cdc_backfill.spark.submit import capture_kafka_command, ingest_command, reconcile_command
 from tests.support.s3 import upload
@@ -76,3 +77,11 @@ def test_a_connector_spark_cannot_fetch_is_refused_in_one_line(s3_lake, tmp_path
         "[unresolved dependency: org.apache.hadoop#hadoop-aws;0.0.1: not found]"
     ), res.stderr[-3000:]
     assert "Exception" not in res.stderr and "\tat " not in res.stderr, res.stderr[-3000:]
+
+
+def test_a_spark_outside_the_supported_lines_is_refused_in_one_line() -> None:
+    assert unsupported_spark("4.0.0") is None and unsupported_spark("4.2.0") is None
+    for outside in ("3.5.1", "4.3.0", "5.0.0.dev1"):
+        said = unsupported_spark(outside)
+        assert said is not None and "\n" not in said and "pip install 'pyspark>=4.0,<4.3'" in said, outside
+    assert unsupported_spark() is None  # the one installed here

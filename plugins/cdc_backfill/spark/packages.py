@@ -14,8 +14,27 @@ from importlib.metadata import version
 SCALA = "2.13"
 
 
+# The Spark lines the product runs on (pyproject.toml's pyspark range): the oldest, tested in CI beside
+# the pinned one, and the newest.
+OLDEST_LINE, NEWEST_LINE = (4, 0), (4, 2)
+
+
 def spark_version() -> str:
     return version("pyspark")
+
+
+def unsupported_spark(installed: str | None = None) -> str | None:
+    """Why the installed pyspark (or ``installed``) is outside the supported lines, in one line; None
+    when it is inside."""
+    text = installed or spark_version()
+    line = tuple(int(part) for part in re.findall(r"\d+", text)[:2])
+    if OLDEST_LINE <= line <= NEWEST_LINE:
+        return None
+    low, high = ".".join(map(str, OLDEST_LINE)), ".".join(map(str, NEWEST_LINE))
+    return (
+        f"pyspark {text} is outside the Spark lines cdc-backfill runs on ({low} to {high}): "
+        f"pip install 'pyspark>={low},<{NEWEST_LINE[0]}.{NEWEST_LINE[1] + 1}'"
+    )
 
 
 def kafka_source() -> str:
@@ -113,7 +132,11 @@ def for_lake(locations: Sequence[str | object], environ: Mapping[str, str] | Non
 
 def job_packages(locations: Sequence[str | object], kafka: bool = False) -> Packages:
     """Every connector a job needs: Spark's Kafka source where it reads topics, the s3a connector where
-    one of ``locations`` is on S3."""
+    one of ``locations`` is on S3. Every job and session asks for them: a pyspark outside the supported
+    lines is refused here, before any work (ConnectorError)."""
+    wrong = unsupported_spark()
+    if wrong:
+        raise ConnectorError(wrong)
     return (Packages((kafka_source(),)) if kafka else Packages()) + for_lake(locations)
 
 
@@ -127,10 +150,16 @@ def unresolved(line: str) -> str | None:
     found = _UNRESOLVED.search(line)
     if found is None:
         return None
+    package = re.sub(r"[#;]", ":", found.group(1))
+    s3 = any(part in package for part in ("hadoop-aws", "awssdk"))
+    where = (
+        f", or set {S3_PACKAGES_ENV}=provided where the cluster has the S3 connector, or other Maven coordinates"
+        if s3
+        else ""
+    )
     return (
-        f"Spark could not fetch {re.sub(r'[#;]', ':', found.group(1))} (Maven Central unreachable, or no such release): give Spark "
-        f"a repository it reaches (spark.jars.repositories), or set {S3_PACKAGES_ENV}=provided where the "
-        "cluster has the S3 connector, or other Maven coordinates"
+        f"Spark could not fetch {package} (Maven Central unreachable, or no such release): give Spark a "
+        f"repository it reaches (spark.jars.repositories){where}"
     )
 
 
