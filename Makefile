@@ -105,12 +105,14 @@ test: $(STAMP) $(OLDEST_VENV)/.installed browser bytecode
 
 # The oldest Spark line the product supports (pyproject.toml's pyspark range, spark.packages.OLDEST_LINE):
 # a venv of its own, every other pin the same, where the reconcile's rule tests and end-to-end runs
-# (ingest, reconcile, verify, the Kafka reader, Delta's own connector reading the state) go again.
+# (ingest of every format, reconcile, verify and its repair on local disk and S3, the Kafka reader) go
+# again.
 # make test runs them in its side process. 4.0.0: Maven Central serves every connector of that release.
 OLDEST_SPARK := 4.0.0
 OLDEST_VENV := .venv-spark-oldest
 OLDEST_TESTS ?= tests/reconcile/spark/test_rules.py tests/reconcile/spark/test_formats.py \
-  tests/verify/test_verify_e2e.py tests/kafka/test_capture_kafka.py tests/state/spark/test_delta_connector.py
+  tests/verify/test_verify_e2e.py::test_verify_finds_and_repairs_a_corrupted_row \
+  tests/kafka/test_capture_kafka.py::test_a_dataworks_topic_reconciles_to_the_truth
 $(OLDEST_VENV)/.installed: $(STAMP)
 	@test -x $(OLDEST_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(OLDEST_VENV)
 	@grep -v '^pyspark' requirements.txt > $(OLDEST_VENV)/requirements.txt
