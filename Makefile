@@ -15,6 +15,15 @@ PYTEST_ARGS ?=
 # their module's fixtures). 1, the default: on 2 cores, 2 workers took 23.2 minutes against 24.5 in one
 # process (the tests are bound by the CPU: JVM starts and Spark), not worth the tests fighting for cores.
 TEST_WORKERS ?= 1
+# The oldest Spark line the product supports (pyproject.toml's pyspark range, spark.packages.OLDEST_LINE):
+# a venv of its own, every other pin the same, where the reconcile's rule tests and end-to-end runs
+# (ingest of every format, reconcile, verify and its repair on local disk and S3, the Kafka reader) go
+# again. 4.0.0: Maven Central serves every connector of that release.
+OLDEST_SPARK := 4.0.0
+OLDEST_VENV := .venv-spark-oldest
+OLDEST_TESTS ?= tests/reconcile/spark/test_rules.py tests/reconcile/spark/test_formats.py \
+  tests/verify/test_verify_e2e.py::test_verify_finds_and_repairs_a_corrupted_row \
+  tests/kafka/test_capture_kafka.py::test_a_dataworks_topic_reconciles_to_the_truth
 
 # the commands the product prints follow the PATH of the user's shell, not this one
 export CDC_BACKFILL_USER_PATH := $(or $(CDC_BACKFILL_USER_PATH),$(PATH))
@@ -103,16 +112,7 @@ test: $(STAMP) $(OLDEST_VENV)/.installed browser bytecode
 	rm -rf $$tmp; \
 	if [ -n "$$failed" ]; then echo "make test: $$failed failed (see each session's summary above)"; exit 1; fi
 
-# The oldest Spark line the product supports (pyproject.toml's pyspark range, spark.packages.OLDEST_LINE):
-# a venv of its own, every other pin the same, where the reconcile's rule tests and end-to-end runs
-# (ingest of every format, reconcile, verify and its repair on local disk and S3, the Kafka reader) go
-# again.
-# make test runs them in its side process. 4.0.0: Maven Central serves every connector of that release.
-OLDEST_SPARK := 4.0.0
-OLDEST_VENV := .venv-spark-oldest
-OLDEST_TESTS ?= tests/reconcile/spark/test_rules.py tests/reconcile/spark/test_formats.py \
-  tests/verify/test_verify_e2e.py::test_verify_finds_and_repairs_a_corrupted_row \
-  tests/kafka/test_capture_kafka.py::test_a_dataworks_topic_reconciles_to_the_truth
+# The oldest Spark line's venv and tests (OLDEST_* above); make test runs them in its side process.
 $(OLDEST_VENV)/.installed: $(STAMP)
 	@test -x $(OLDEST_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PY) $(OLDEST_VENV)
 	@grep -v '^pyspark' requirements.txt > $(OLDEST_VENV)/requirements.txt
