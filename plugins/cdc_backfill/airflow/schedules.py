@@ -31,7 +31,7 @@ from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 SCHEDULES_ENV = "CDC_BACKFILL_SCHEDULES"
 DAG_PREFIX = "cdc_scheduled_backfill__"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
-_KNOWN = {
+KNOWN_KEYS = {
     "name", "schedule", "start_date", "catchup", "collections", "condition", "surrogate_key", "chunk_size",
     "readers", "chunk_compression", "engine", "capture", "topics", "kafka_conn_id", "source_conn_id", "landing_dir", "state_dir",
     "reconcile", "verify", "max_active_runs", "description",
@@ -91,9 +91,9 @@ def _date(value: Any, where: str) -> dt.datetime:
 
 
 def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
-    unknown = sorted(set(raw) - _KNOWN)
+    unknown = sorted(set(raw) - KNOWN_KEYS)
     if unknown:
-        raise ScheduleError(f"{where}: unknown keys {', '.join(unknown)}; known: {', '.join(sorted(_KNOWN))}")
+        raise ScheduleError(f"{where}: unknown keys {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_KEYS))}")
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ScheduleError(f"{where}: name must be letters, digits, '_', '.', '-', not {name!r}")
