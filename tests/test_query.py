@@ -122,7 +122,7 @@ def test_sql_reads_only_one_select(state: Path, tmp_path: Path, capsys: pytest.C
         assert main(["state", "--state", str(state), "--sql", sql]) == 2
         assert f"--sql takes one SELECT query, not {kind}" in capsys.readouterr().err
     assert not target.exists()
-    # the bookkeeping columns, where asked for, as the README shows
+    # the bookkeeping columns, where asked for, as the reconcile guide shows
     sql = "SELECT count(*) AS n FROM customers WHERE len(_cdc_unknown) = 0"
     assert (
         main(

@@ -39,7 +39,7 @@ def default_state() -> str:
     return os.environ.get(STATE_ENV) or _from_config("state") or str(state_dir() / "state")
 
 
-SOURCE_CONN_ID = "cdc_source"  # the one default, in the README, the forms and the hook
+SOURCE_CONN_ID = "cdc_source"  # the one default, in the docs, the forms and the hook
 
 
 def default_source_conn_id() -> str:

@@ -93,7 +93,9 @@ def _date(value: Any, where: str) -> dt.datetime:
 def parse_entry(raw: dict[str, Any], where: str) -> BackfillSchedule:
     unknown = sorted(set(raw) - KNOWN_KEYS)
     if unknown:
-        raise ScheduleError(f"{where}: unknown keys {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_KEYS))}")
+        raise ScheduleError(
+            f"{where}: unknown keys {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_KEYS))}"
+        )
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ScheduleError(f"{where}: name must be letters, digits, '_', '.', '-', not {name!r}")

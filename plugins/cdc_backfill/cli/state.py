@@ -24,7 +24,7 @@ STATE_EPILOG = """examples:
 
 Each collection is a view named "schema.table" (in double quotes) and, where unique, by its table name.
 Each collection's state is a Delta table (<state>/<schema.table>/): Spark, DuckDB, Polars and pandas
-read it too (see the README).
+read it too (docs/guides/reconcile-and-verify.md).
 """
 
 

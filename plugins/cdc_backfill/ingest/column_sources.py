@@ -185,7 +185,7 @@ class ColumnSources:
         if missing:
             raise ColumnsError(
                 f"no column types for {', '.join(missing)}: give --source URL (its catalog), or "
-                "--column-types FILE naming each one's key and columns (README: ingest); nothing was ingested"
+                "--column-types FILE naming each one's key and columns (docs/guides/debezium-and-kafka.md, Ingest); nothing was ingested"
             )
         return out
 

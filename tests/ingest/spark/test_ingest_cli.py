@@ -126,6 +126,6 @@ def test_a_file_nothing_types_is_refused_before_spark_starts(tmp_path: Path) -> 
     assert res.returncode == 2, res.stderr
     assert res.stderr.strip() == (
         "cdc-backfill ingest: no column types for public.people: give --source URL (its catalog), or "
-        "--column-types FILE naming each one's key and columns (README: ingest); nothing was ingested"
+        "--column-types FILE naming each one's key and columns (docs/guides/debezium-and-kafka.md, Ingest); nothing was ingested"
     )
     assert not (tmp_path / "lake" / "log").exists()
