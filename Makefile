@@ -12,8 +12,8 @@ UV_PIN := 0.13.9
 PIP := $(PY) -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
 # pytest processes for the tests other than Debezium's, a test file to each (tests of one file share
-# their module's fixtures). 1, the default: on 2 cores, 2 workers took 23.2 minutes against 24.5 in one
-# process (the tests are bound by the CPU: JVM starts and Spark), not worth the tests fighting for cores.
+# their module's fixtures). 1, the default: the tests are bound by the CPU (JVM starts and Spark), so on
+# a machine of 2 cores more workers only fight for them.
 TEST_WORKERS ?= 1
 # The oldest Spark line the product supports (pyproject.toml's pyspark range, spark.packages.OLDEST_LINE):
 # a venv of its own, every other pin the same, where the reconcile's rule tests and end-to-end runs
@@ -36,19 +36,16 @@ venv: $(STAMP)
 $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/pg/_speedups.c \
 	  plugins/cdc_backfill/ingest/_plainjson.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@# uv installs the same pins as pip in about half the time (a fresh venv with empty caches: 79 s
-	@# against 120 s in all here); pip does when uv cannot be had or cannot install them (uv reads no
-	@# pip.conf: a private index). Both compile the bytecode as they install (pip does by default, uv is
-	@# asked): where PYTHONDONTWRITEBYTECODE is set, as on CI machines, nothing else ever writes it, and
-	@# every process compiles Airflow's and Spark's Python again (without it, make test's processes took
-	@# 24 minutes, not 20.5). pyspark-client (a dependency of the Spark provider) overwrites files inside
+	@# uv installs the same pins as pip, faster; pip does when uv cannot be had or cannot install them
+	@# (uv reads no pip.conf: a private index). Both compile the bytecode as they install (pip does by
+	@# default, uv is asked): where PYTHONDONTWRITEBYTECODE is set, as on CI machines, nothing else ever
+	@# writes it, and every process would compile Airflow's and Spark's Python again. pyspark-client (a dependency of the Spark provider) overwrites files inside
 	@# pyspark/, so pyspark is installed again last: its pin's files win.
 	@$(PIP) install --quiet uv==$(UV_PIN) >/dev/null 2>&1 || echo "uv could not be installed: pip installs the requirements"
 	@# uv installs pyspark again by uninstalling it first: its --reinstall implies --refresh, which builds
-	@# pyspark's sdist again (15 s) and leaves another 1.4 GB build in uv's cache each time (71 GB of them
-	@# had filled this machine's disk); after an uninstall, uv takes the wheel it built before (0.05 s).
-	@# A new venv still builds pyspark once (uv downloads its sdist again as a new revision): the cache
-	@# is pruned of the builds no revision reaches any more (uv cache prune, a few seconds).
+	@# pyspark's sdist again and leaves another build of over a gigabyte in uv's cache each time; after an
+	@# uninstall, uv takes the wheel it built before. A new venv still builds pyspark once (uv downloads
+	@# its sdist again as a new revision): the cache is pruned of the builds no revision reaches any more.
 	@set -e; pins="-r requirements.txt -c constraints.txt"; uv="$(BIN)/uv pip install --python $(PY) --quiet --compile-bytecode"; \
 	  if test -x $(BIN)/uv && echo "$$uv $$pins" && $$uv $$pins; then install=$$uv; again=; \
 	    $(BIN)/uv pip uninstall --python $(PY) --quiet pyspark; \
@@ -67,9 +64,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml plugins/cdc_backfill/p
 	@touch $(STAMP)
 
 # The project's own modules compiled ahead: where PYTHONDONTWRITEBYTECODE is set (CI machines,
-# containers) nothing else writes their bytecode, and every process compiles them again (importing the
-# jobs' modules: 0.68 s, 0.40 s with it, here). Only changed files are compiled again; Python ignores
-# bytecode older than its source.
+# containers) nothing else writes their bytecode, and every process would compile them again. Only
+# changed files are compiled again; Python ignores bytecode older than its source.
 bytecode: $(STAMP)
 	@$(PY) -m compileall -q plugins dags bench tests >/dev/null
 

@@ -3,16 +3,11 @@ Delta log, READ chunk footers: no Spark), and whether the run is small enough fo
 first compiler only.
 
 A driver JVM that lives for seconds spends CPU in the JIT's second compiler (C2) that it does not earn
-back before it exits. Measured on 2 cores, whole ``cdc-backfill reconcile`` processes (``local[2]``,
-``bench.reconcile``'s landings, two runs each, the first compiler only against both): 1M events 7.9 s
-against 10.3 s; 2M 10.7-11.1 s against 13.0-14.5 s; 4M 14.5-15.0 s against 15.3-16.4 s; 10M 30.0-31.5 s
-against 25.4-26.2 s. So runs up to :data:`SMALL_RUN_ROWS` start their driver with the first compiler only.
+back before it exits: runs up to :data:`SMALL_RUN_ROWS` start their driver with the first compiler only,
+where whole processes were measured faster that way (docs/benchmarks.md, "Measured choices").
 
-An ingest's work is its JSON, counted in bytes. Whole ``cdc-backfill ingest`` processes of
-``bench.reconcile``'s Debezium JSON landing, two runs each, the first compiler only against both: 13 kB
-6.4/6.2 s against 7.5/6.9 s; 50 MB 10.0/9.9 s against 11.7/10.7 s; 151 MB 14.3/14.5 s against
-16.7/15.1 s; 451 MB 24.9 s against 23.6/25.2 s. So an ingest of at most :data:`SMALL_INGEST_BYTES` does
-too, and so does a reconcile that ingests that much first and is small with its events.
+An ingest's work is its JSON, counted in bytes: an ingest of at most :data:`SMALL_INGEST_BYTES` does the
+same, and so does a reconcile that ingests that much first and is small with its events.
 """
 
 from __future__ import annotations

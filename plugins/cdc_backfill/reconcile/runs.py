@@ -338,8 +338,8 @@ def read_spans(spans: Mapping[str, tuple[Any, Any] | None], windows: Sequence[An
     return sorted(found, key=lambda s: s.least)
 
 
-# chunks whose spans mark the stream by a search (``reconcile.spark.spans``); more are joined. Measured up
-# to 100 (the bench's 10M events: 17.0 s against 18.8-19.3 s with the join); the SQL text of each step
+# chunks whose spans mark the stream by a search (``reconcile.spark.spans``); more are joined. Measured
+# faster than the join up to 100 (docs/benchmarks.md, "Measured choices"); the SQL text of each step
 # names every chunk's least key, so it is not made for any number
 SPANS_AT_MOST = 1024
 

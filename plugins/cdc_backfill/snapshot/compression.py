@@ -11,10 +11,9 @@ CHUNK_COMPRESSIONS = ("auto", "none", "zstd")
 
 def chunk_compression_for(landing: LakePath, choice: str = "auto") -> str:
     """The Parquet compression of the chunk files landed in ``landing``. A chunk file is read once, by
-    the reconcile, which writes the state compressed; on the bench's 2 cores with a writer busy,
-    compressing the chunks (zstd: half of a chunk file's writing) was up to a sixth of the snapshot's
-    time (1M rows, 2 readers: 0.92 s against 0.76 s), for a third of the bytes. A local landing therefore
-    takes them as they are, an S3 one (where every byte is uploaded) compressed."""
+    the reconcile, which writes the state compressed; compressing them costs the snapshot more time
+    than the bytes it saves on local disk (docs/benchmarks.md, "Measured choices"). A local landing
+    therefore takes them as they are, an S3 one (where every byte is uploaded) compressed."""
     if choice not in CHUNK_COMPRESSIONS:
         raise ValueError(f"chunk compression {choice!r}: one of {', '.join(CHUNK_COMPRESSIONS)}")
     if choice != "auto":

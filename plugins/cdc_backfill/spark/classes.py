@@ -3,8 +3,8 @@ starts it sooner.
 
 A driver JVM loads and verifies some 15,000 classes of Spark, Scala and Hadoop before the first job:
 most of a short command's time (a `verify`, a small `reconcile`, each Airflow task). Java can dump the
-classes one run loaded into an archive and map it into later JVMs; measured here, a session's start
-and first jobs took 32.0 s against 53.8 s without it (medians of 3, a loaded 2-core machine).
+classes one run loaded into an archive and map it into later JVMs, which then start sooner
+(docs/benchmarks.md, "Measured choices").
 
 The archive belongs to one Java and one set of Spark jars: it is named by both and kept beside the
 virtual environment (``make venv`` builds it; ``python -m cdc_backfill.spark.classes`` builds it

@@ -35,10 +35,8 @@ DRIVER_JAVA_OPTIONS_ENV = "CDC_BACKFILL_DRIVER_JAVA_OPTIONS"
 FIRST_COMPILER_ONLY = "-XX:TieredStopAtLevel=1"
 
 # The throughput collector, not G1 (Java's default): a job's driver is a batch, and in local mode its
-# executor too. The typed reconcile of 1M events took 1.82-1.91 s against 2.00-2.64 s with G1 (3 pairs of
-# processes in turn, warm), its floor 1.22-1.30 s against 1.40-1.56 s; 10M ran in the default 2g heap
-# (14.96 s warm). G1's concurrent cycles took 0.8 s of a 6.6 s loop of scans (Flight Recorder), on
-# the 2 cores the tasks run on.
+# executor too, whose tasks G1's concurrent cycles take cores from (docs/benchmarks.md, "Measured
+# choices": the typed reconcile is faster with it, and 10M events fit the default heap).
 PARALLEL_GC = "-XX:+UseParallelGC"
 
 

@@ -3,8 +3,8 @@ columns, built into one struct only where a comparison needs the whole key (an a
 value kept with the position it came from).
 
 Carried as a struct column, it was built for every row before the aggregation's sort and then sorted
-and spilled with the row: at 10M stream events the merge's aggregation took 12.4 s that way against
-11.3 s with the four columns flat, the same rows and the same order.
+and spilled with the row, which made the merge's aggregation slower (docs/benchmarks.md, "Measured
+choices").
 """
 
 from __future__ import annotations

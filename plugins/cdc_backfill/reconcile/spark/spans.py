@@ -6,8 +6,8 @@ written as Spark SQL text (parsed in one call each; built from columns, the cond
 calls to the JVM while the driver planned).
 
 Each step is small code. The search written as one nested condition was a method too large for the JVM
-to compile once a run had 100 chunks (the merge's first stage 1.6x slower than the join it replaced);
-the steps over 100 spans made a 10M-event run 17.0 s against 18.8-19.3 s with the join.
+to compile once a run had 100 chunks; the steps are faster than the join they replaced
+(docs/benchmarks.md, "Measured choices").
 """
 
 from __future__ import annotations
