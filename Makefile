@@ -29,7 +29,7 @@ OLDEST_TESTS ?= tests/reconcile/spark/test_rules.py tests/reconcile/spark/test_f
 export CDC_BACKFILL_USER_PATH := $(or $(CDC_BACKFILL_USER_PATH),$(PATH))
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv bytecode browser test test-quick test-fast test-oldest-spark torture demo doctor airflow bench lint format lock clean
+.PHONY: venv bytecode browser test test-quick test-fast test-oldest-spark torture demo doctor airflow bench docs lint format lock clean
 
 venv: $(STAMP)
 
@@ -155,6 +155,10 @@ bench: $(STAMP) bytecode
 	$(PY) -m bench.kafka --records $(or $(KAFKA_RECORDS),200000)
 	$(PY) -m bench.kafka_follow
 	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow
+
+# docs/ as a site (mkdocs.yml), into build/site; a broken link or a page out of the navigation fails it
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,9 +1,13 @@
 """The documentation keeps up with the code: every setting the package reads is in the configuration
-reference (docs/reference/configuration.md)."""
+reference (docs/reference/configuration.md), and docs/ builds as a site with MkDocs' strict checks."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -36,3 +40,24 @@ def test_every_key_of_the_config_and_schedules_files_is_in_the_reference() -> No
     # the config file's keys the code reads: [source] url, [lake] landing and state
     assert re.search(r'get\("source"\)', config) and re.search(r'get\("lake"\)', config)
     assert re.search(r'_from_config\("landing"\)', config) and re.search(r'_from_config\("state"\)', config)
+
+
+def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config), "--site-dir", str(site)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+
+
+def test_the_site_builds_strict(tmp_path: Path) -> None:
+    """docs/ as a site (mkdocs.yml): a broken link, a page left out of the navigation or a bad anchor
+    fails the build."""
+    res = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (tmp_path / "site" / "reference" / "configuration" / "index.html").is_file()
+    # the check can fail: the same build over a page that links to one that does not exist
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# x\n\n[gone](nowhere.md)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\ndocs_dir: docs\ntheme:\n  name: material\n")
+    assert mkdocs_build(tmp_path / "mkdocs.yml", tmp_path / "site2").returncode != 0
