@@ -61,3 +61,11 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     (tmp_path / "docs" / "index.md").write_text("# x\n\n[gone](nowhere.md)\n")
     (tmp_path / "mkdocs.yml").write_text("site_name: x\ndocs_dir: docs\ntheme:\n  name: material\n")
     assert mkdocs_build(tmp_path / "mkdocs.yml", tmp_path / "site2").returncode != 0
+
+
+def test_the_cli_reference_is_what_the_parsers_print() -> None:
+    from cdc_backfill.cli.reference import cli_reference
+
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text()
+    assert page == cli_reference() + "\n", "python -m cdc_backfill.cli.reference > docs/reference/cli.md"
+    assert "## `cdc-backfill reconcile`" in page and "--landing" in page
