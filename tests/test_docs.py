@@ -3,8 +3,11 @@ reference (docs/reference/configuration.md), and docs/ builds as a site with MkD
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +72,35 @@ def test_the_cli_reference_is_what_the_parsers_print() -> None:
     page = (ROOT / "docs" / "reference" / "cli.md").read_text()
     assert page == cli_reference() + "\n", "python -m cdc_backfill.cli.reference > docs/reference/cli.md"
     assert "## `cdc-backfill reconcile`" in page and "--landing" in page
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(page, line) for every ``cdc-backfill`` command in a shell block of the README and docs/."""
+    out = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", page.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():  # a command continued on the next line
+                for part in line.split(" # ", 1)[0].split(";"):  # commands, their comments left out
+                    command = part.strip().removeprefix("$ ")
+                    if command.startswith(("cdc-backfill ", ".venv/bin/cdc-backfill ")):
+                        out.append((str(page.relative_to(ROOT)), command))
+    return out
+
+
+def test_every_command_the_docs_show_parses_as_written() -> None:
+    """What the command line accepts, for every `cdc-backfill` line of the docs (a placeholder `...` is
+    a URL, `[--flag]` an option shown as optional): a renamed option or a typo fails here."""
+    from cdc_backfill.cli.main import build_parser
+
+    commands = documented_commands()
+    assert len(commands) > 20, commands  # the search finds them
+    wrong = []
+    for page, command in commands:
+        text = re.sub(r"\[(--[^\]]+)\]", r"\1", command).replace(" ... ", " postgresql://u@h/db ")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                build_parser().parse_args(shlex.split(text)[1:])
+        except SystemExit as exc:  # --help exits 0; a wrong argument 2
+            if exc.code != 0:
+                wrong.append(f"{page}: {command}")
+    assert wrong == []
