@@ -43,8 +43,8 @@ _STRIDES: dict[int, pa.Buffer] = {}  # by a value's length: the offsets 0, len, 
 
 
 def _stride_offsets(width: int, n: int) -> pa.Buffer:
-    """int32 offsets 0, width, 2 width ... of n values: a slice of one buffer kept for each width (a
-    snapshot chunk's constant columns took 2 ms each building them, every chunk)."""
+    """int32 offsets 0, width, 2 width ... of n values: a slice of one buffer kept for each width, not
+    built again for every chunk's constant columns (docs/benchmarks.md, "Measured choices")."""
     built = _STRIDES.get(width)
     if built is None or built.size < 4 * (n + 1):
         count = max(n + 1, 2 * (built.size // 4 if built is not None else 0))
