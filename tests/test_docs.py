@@ -104,3 +104,10 @@ def test_every_command_the_docs_show_parses_as_written() -> None:
             if exc.code != 0:
                 wrong.append(f"{page}: {command}")
     assert wrong == []
+
+
+def test_the_states_own_columns_are_in_its_reference() -> None:
+    from cdc_backfill.state.table import BOOKKEEPING
+
+    text = (ROOT / "docs" / "reference" / "state.md").read_text()
+    assert [c for c in BOOKKEEPING if f"`{c}`" not in text] == []

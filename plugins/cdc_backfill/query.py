@@ -16,9 +16,16 @@ from typing import Any
 
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.names import quote_ident as _quote
-from cdc_backfill.state.table import StateError, StateTable, StateVersion, current_version, state_collections
+from cdc_backfill.state.table import (
+    BOOKKEEPING,
+    StateError,
+    StateTable,
+    StateVersion,
+    current_version,
+    state_collections,
+)
 
-HIDDEN = ("_cdc_position", "_cdc_unknown")
+HIDDEN = BOOKKEEPING
 
 
 class StateQueryError(ValueError):

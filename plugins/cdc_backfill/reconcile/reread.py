@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_backfill.signals.model import DATA_MAX, AdditionalCondition, Signal, execute_snapshot, new_signal_id
-from cdc_backfill.state.table import StateError, current_version
+from cdc_backfill.state.table import UNKNOWN, StateError, current_version
 
 
 class RereadError(ValueError):
@@ -40,8 +40,8 @@ def incomplete_keys(state: Path, collection: str) -> tuple[list[str], list[tuple
         raise RereadError(
             f"the state of {collection} was written before it named its key: reconcile once more, then re-read"
         )
-    rows = current.dataset().to_table(columns=[*key, "_cdc_unknown"]).to_pylist()
-    keys = [tuple(r[k] for k in key) for r in rows if r["_cdc_unknown"]]
+    rows = current.dataset().to_table(columns=[*key, UNKNOWN]).to_pylist()
+    keys = [tuple(r[k] for k in key) for r in rows if r[UNKNOWN]]
     try:
         return key, sorted(keys)
     except TypeError:  # a NULL in a key column: any stable order will do

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from cdc_backfill.eventlog.schema import POSITION
 from cdc_backfill.lakepath import LakePath, S3Path, lake_path, parquet_dataset, rmtree, same_file
 from cdc_backfill.landing.layout import CARRY_DIR, REMOVED_DIR
 from cdc_backfill.state.file_stats import file_stats
@@ -41,6 +42,13 @@ TABLE_CONFIG = {
 
 # the link to the newest version folder of the folder format states had before Delta (never read now)
 OLD_FORMAT_LINK = "current"
+
+
+# The state's own columns beside the source's: the position each row is as of (the typed log's
+# position column, the same name and form), and the columns no event has sent a value for yet.
+STATE_POSITION = POSITION
+UNKNOWN = "_cdc_unknown"
+BOOKKEEPING = (STATE_POSITION, UNKNOWN)
 
 
 class StateError(ValueError):

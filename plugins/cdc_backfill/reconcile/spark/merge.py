@@ -59,6 +59,7 @@ from cdc_backfill.signals.model import EXECUTE, WATERMARK_SUFFIX_PATTERN
 from cdc_backfill.spark.column_types import spark_type
 from cdc_backfill.spark.driver_frames import empty_frame, local_frame
 from cdc_backfill.spark.positions import key_literal
+from cdc_backfill.state.table import STATE_POSITION, UNKNOWN
 
 ROW_OPS = ("c", "u", "d", "r")
 
@@ -217,12 +218,12 @@ def previous_rows(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame
     """A previous state as rows at the positions they are as of, before a stream event there (the same
     event, replayed from the carry); its unknown columns count as not sent."""
     names = [c.name for c in columns]
-    unknown = F.col("_cdc_unknown")
+    unknown = F.col(UNKNOWN)
     return previous.select(
         *names,
         F.struct(*[(~F.array_contains(unknown, n)).alias(n) for n in names]).alias("_cdc_present"),
         F.lit(False).alias("_cdc_deleted"),
-        *sort_columns(F.col("_cdc_position"), PRIORITY_PREVIOUS),
+        *sort_columns(F.col(STATE_POSITION), PRIORITY_PREVIOUS),
     )
 
 
@@ -333,8 +334,8 @@ def as_kept_keys(previous: DataFrame, columns: Sequence[PgColumn]) -> DataFrame:
     """Previous state rows as :func:`merged_keys` would give them back when nothing else names them."""
     return previous.select(
         *[c.name for c in columns],
-        "_cdc_position",
-        "_cdc_unknown",
+        STATE_POSITION,
+        UNKNOWN,
         F.lit(True).alias(KEPT),
         F.lit(True).alias(HAD_PREVIOUS),
         F.lit(0).cast("long").alias(READS_APPLIED),

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from cdc_backfill.reconcile.key_conditions import AllOf, AnyOf, Compare, IsNull, KeyCondition, Negate
 from cdc_backfill.reconcile.phantoms import Removal
 from cdc_backfill.spark.positions import key_literal
+from cdc_backfill.state.table import STATE_POSITION
 
 _OPS = {
     "=": lambda c, v: c == v,
@@ -49,7 +50,7 @@ def phantom(removals: Sequence[Removal]) -> Column | None:
 
 
 def removes(r: Removal) -> Column:
-    before = F.col("_cdc_position") < key_literal(r.p0)
+    before = F.col(STATE_POSITION) < key_literal(r.p0)
     return before if r.condition is None else before & F.coalesce(condition_column(r.condition), F.lit(False))
 
 

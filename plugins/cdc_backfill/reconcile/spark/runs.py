@@ -50,7 +50,7 @@ from cdc_backfill.signals.marks import Mark
 from cdc_backfill.spark.driver_frames import parquet_files
 from cdc_backfill.spark.positions import position_of
 from cdc_backfill.state.spark.frames import read_version, version_schema
-from cdc_backfill.state.table import StateVersion
+from cdc_backfill.state.table import UNKNOWN, StateVersion
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ def left_out_rows(totals: Mapping[str, Any], carry_rows: DataFrame | None, previ
     if carry_rows is not None:
         n += carry_rows.where(F.col(OP).isin("c", "u", "r") & (F.size(UNCHANGED) > 0)).count()
     if previous is not None:
-        n += previous.where(F.size("_cdc_unknown") > 0).count()
+        n += previous.where(F.size(UNKNOWN) > 0).count()
     return n
 
 
@@ -323,7 +323,7 @@ def state_of(keys: DataFrame, removals: list[Any]) -> tuple[DataFrame, Observati
         keys.observe(
             counted,
             F.count_if(F.col(KEPT)).alias("rows"),
-            F.count_if(F.col(KEPT) & (F.size("_cdc_unknown") > 0)).alias("unknown"),
+            F.count_if(F.col(KEPT) & (F.size(UNKNOWN) > 0)).alias("unknown"),
             F.count_if(F.col(HAD_PREVIOUS) & ~F.col(KEPT)).alias("removed"),
             F.coalesce(F.sum(READS_APPLIED), F.lit(0)).alias("reads_applied"),
             F.count_if(F.col(PHANTOM) if gone is not None else F.lit(False)).alias("phantoms"),

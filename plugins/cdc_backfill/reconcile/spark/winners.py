@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from cdc_backfill.pgtypes import PgColumn
 from cdc_backfill.reconcile.spark.sort_key import sort_key, sort_position, sort_priority
+from cdc_backfill.state.table import STATE_POSITION, UNKNOWN
 
 # the sort key's priorities at one position
 PRIORITY_PREVIOUS, PRIORITY_STREAM, PRIORITY_READ = -1, 0, 1
@@ -107,8 +108,8 @@ def whole_state(w: Column, columns: Sequence[PgColumn], key: Sequence[str], kept
     kept = w.isNotNull() & ~w.getField("deleted") & kept_too
     return [
         *[F.col(c.name) if c.name in key else w.getField(c.name).alias(c.name) for c in columns],
-        w.getField("position").alias("_cdc_position"),
-        F.array().cast("array<string>").alias("_cdc_unknown"),
+        w.getField("position").alias(STATE_POSITION),
+        F.array().cast("array<string>").alias(UNKNOWN),
         F.coalesce(kept, F.lit(False)).alias(KEPT),
     ]
 
@@ -192,10 +193,10 @@ def merged_by_column(
     kept = w.isNotNull() & ~w.getField("deleted") & (t.isNull() | (position > t))
     return with_latest_truncate(per_key, truncs).select(
         *[F.col(n) if n in key else F.when(known(n), F.col(n).getField("v")).alias(n) for n in names],
-        position.alias("_cdc_position"),
+        position.alias(STATE_POSITION),
         F.array_compact(F.array(*[F.when(~known(n), F.lit(n)) for n in values]))
         .cast("array<string>")
-        .alias("_cdc_unknown"),
+        .alias(UNKNOWN),
         F.coalesce(kept, F.lit(False)).alias(KEPT),
         HAD_PREVIOUS,
         READS_APPLIED,
