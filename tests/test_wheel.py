@@ -1,11 +1,11 @@
-"""The product as a data team installs it: the wheel, with its Airflow extra, in a fresh virtual
-environment outside the checkout. From an empty folder: the demo, every command it prints (verify and
-its repair, which re-snapshots and reconciles through spark-submit), a reconcile into a new state, then
+"""The product as a new user meets it: the wheel, with its Airflow extra, in a fresh virtual environment
+outside the checkout. From an empty folder: the demo and every command it prints (verify and its repair,
+which re-snapshots and reconciles through spark-submit); then docs/getting-started.md as written, its
+source's URL alone changed: a database of the user's under a writer, through the command line, then
 the snapshot DAG in a plain Airflow home whose DAG files `cdc-backfill dags` wrote (no plugins folder)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.docs import Shell, block_under
+from tests.support.pg import plain_url
+from tests.support.workload import Writers, seed
 
 pytestmark = [pytest.mark.slow, pytest.mark.pg, pytest.mark.spark, pytest.mark.airflow]
 
@@ -40,7 +43,9 @@ def run(cmd: str | list[str], cwd: Path, env: dict[str, str], timeout: float = 9
     return res.stdout
 
 
-def test_the_wheel_in_a_fresh_venv_runs_the_demo_its_commands_and_a_dag(tmp_path: Path) -> None:
+def test_the_wheel_in_a_fresh_venv_runs_the_demo_and_the_getting_started_page(
+    tmp_path: Path, fresh_db: str
+) -> None:
     dist, venv, work = tmp_path / "dist", tmp_path / "venv", tmp_path / "work"
     work.mkdir()
     run(
@@ -62,25 +67,39 @@ def test_the_wheel_in_a_fresh_venv_runs_the_demo_its_commands_and_a_dag(tmp_path
         assert cmds and all(shlex.split(c)[0] == "cdc-backfill" for c in cmds), cmds
         for cmd in cmds:  # verify, and its repair: a re-snapshot reconciled by spark-submit
             run(cmd, work, env)
-        url = printed[-1].split("PostgreSQL keeps running at ", 1)[1].split()[0].rstrip(";,")
-        # the installed package's reconcile job, into a state of its own
-        summary = run("cdc-backfill reconcile --landing demo/landing --state state2", work, env)
-        assert json.loads(summary.splitlines()[-1])["collections"], summary
-
-        # a plain Airflow home: the DAG files written by the command, the plugin from the package
-        run("cdc-backfill dags --into airflow/dags", tmp_path, env)
-        run("airflow db migrate", tmp_path, env)
-        plugins = json.loads(run("airflow plugins -o json", tmp_path, env))
-        assert "cdc_backfill" in [p["name"] for p in plugins]
-        conf = {"collections": ["public\\.customers"], "landing_dir": str(work / "demo" / "landing"),
-                "state_dir": str(work / "dag-state"), "verify": True}  # fmt: skip
-        env_dag = {**env, "AIRFLOW_CONN_CDC_SOURCE": url,
-                   "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}  # fmt: skip
-        # exit 0 only when the run succeeded: validate, signal, snapshot, drain, wait, reconcile, verify
-        run(
-            ["airflow", "dags", "test", "cdc_incremental_snapshot", "-c", json.dumps(conf)], tmp_path, env_dag
-        )
-        assert (work / "dag-state" / "public.customers" / "_delta_log").is_dir()
     finally:
         subprocess.run(["cdc-backfill", "demo", "--stop", "--folder", "demo"], cwd=work, env=env,
                        capture_output=True, timeout=120)  # fmt: skip
+    getting_started(tmp_path / "mine", fresh_db, env)
+
+
+PAGE = "docs/getting-started.md"
+PAGE_URL = "postgresql://cdc:secret@127.0.0.1:5432/shop"
+
+
+def getting_started(folder: Path, url: str, env: dict[str, str]) -> None:
+    """Sections 3 and 4 of the page, line by line in one shell: the user's own table, a writer changing
+    it while the engine reads it; then the same lake through Airflow."""
+    seed(url)
+    folder.mkdir()
+    shell = Shell(folder, env)
+    cli_lines = block_under(PAGE, "## 3. Your own PostgreSQL")
+    assert cli_lines[0].startswith(f"export CDC_BACKFILL_SOURCE_URL='{PAGE_URL}'"), cli_lines[0]
+    shell.run(cli_lines[0].replace(PAGE_URL, plain_url(url)))
+    writers = Writers(url, seed_value=7).start()
+    try:
+        for line in cli_lines[1:]:
+            out = shell.run(line)
+            if line.startswith("cdc-backfill snapshot run"):  # changes before, during and after it
+                writers.wait_for_changes(20)
+                writers.stop()
+    finally:
+        writers.stop()
+    assert "public.orders" in out, out  # `cdc-backfill state` lists the collection
+
+    airflow_lines = block_under(PAGE, "## 4. The same lake, through Airflow")
+    assert airflow_lines[-1].startswith("airflow dags test cdc_incremental_snapshot"), airflow_lines
+    versions = len(list((folder / "state" / "public.orders" / "_delta_log").glob("*.json")))
+    for line in airflow_lines:  # exits 0 only when the run succeeded: ... reconcile, verify
+        shell.run(line)
+    assert len(list((folder / "state" / "public.orders" / "_delta_log").glob("*.json"))) > versions
