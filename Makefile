@@ -144,7 +144,8 @@ doctor: $(STAMP) bytecode
 airflow: $(STAMP) bytecode
 	$(BIN)/cdc-backfill airflow $(AIRFLOW_ARGS)
 
-# Every figure next to a reference measured in the same run; tables printed, JSON in bench/results/.
+# Every figure next to a reference measured in the same run; tables printed, JSON and the plot
+# (summary.png) in bench/results/.
 bench: $(STAMP) bytecode
 	$(PY) -m bench.parse_events --events $(or $(EVENTS),1000000)
 	$(PY) -m bench.capture --changes $(or $(CHANGES),200000)
@@ -155,6 +156,7 @@ bench: $(STAMP) bytecode
 	$(PY) -m bench.kafka --records $(or $(KAFKA_RECORDS),200000)
 	$(PY) -m bench.kafka_follow
 	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow
+	$(PY) -m bench.plot parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow
 
 # docs/ as a site (mkdocs.yml), into build/site; a broken link or a page out of the navigation fails it
 docs: $(STAMP)

@@ -104,7 +104,8 @@ def main() -> None:
     raw_rate = n_raw / t_raw
     rows = [
         {"measure": "capture postgres --drain (parse, type, land, fsync)", "items": stats.events, "seconds": t_cap,
-         "rate": stats.events / t_cap, "reference": f"{(stats.events / t_cap) / raw_rate:.2f} of raw receive"},
+         "rate": stats.events / t_cap, "reference": f"{(stats.events / t_cap) / raw_rate:.2f} of raw receive",
+         "reference_name": "raw pgoutput receive", "reference_seconds": t_raw},
         {"measure": "  reference: raw pgoutput receive, same WAL", "items": n_raw, "seconds": t_raw, "rate": n_raw / t_raw},
     ]  # fmt: skip
     report("capture", rows, {"changes": args.changes, "log_megabytes": round(size / 1e6, 1),

@@ -147,6 +147,7 @@ def debezium_rows(label: str, url: str, store: SignalStore, i: int, how: list[st
         "measure": label, "items": n, "seconds": med, "rate": n / med,
         "reference": f"{t_copy / med:.3f} of COPY; {note}; peak RSS {peak / 2**20:.0f} MiB; "
                      f"{ops // rounds:,} writer updates; {size / 1e6:.0f} MB landed",
+        "reference_name": "COPY", "reference_seconds": t_copy,
     })  # fmt: skip
     return rows
 
@@ -183,6 +184,7 @@ def main() -> None:
                     "measure": f"engine, {readers} reader(s)", "items": n, "seconds": seconds, "rate": n / seconds,
                     "reference": f"{t_copy / seconds:.3f} of COPY; peak RSS {peak / 2**20:.0f} MiB; "
                                  f"{writer.ops - ops0:,} writer updates; {size / 1e6:.0f} MB landed",
+                    "reference_name": "COPY", "reference_seconds": t_copy,
                 })  # fmt: skip
             settings = [
                 ("Debezium, defaults (chunk 1024, poll 500 ms)", ["1024", "500"]),

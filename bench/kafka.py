@@ -107,7 +107,8 @@ def main() -> None:
                          "seconds": b, "rate": args.records / b})  # fmt: skip
             rows.append({"measure": f"capture kafka, {partitions} partition(s)", "items": args.records,
                          "seconds": c, "rate": args.records / c,
-                         "reference": f"{b / c:.2f}x the bare read's rate"})  # fmt: skip
+                         "reference": f"{b / c:.2f}x the bare read's rate",
+                         "reference_name": "the bare read", "reference_seconds": b})  # fmt: skip
         spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     report("kafka", rows, {"records": args.records, "master": MASTER, "repeat": args.repeat})

@@ -133,7 +133,8 @@ def main() -> None:
          "seconds": p95(topic_lag), "rate": 0.0, "reference": f"median {statistics.median(topic_lag):.2f} s"},
         {"measure": "commit -> log (capture kafka --follow), p95 s", "items": len(log_lag),
          "seconds": p95(log_lag), "rate": 0.0,
-         "reference": f"median {statistics.median(log_lag):.2f} s; {missing} not landed in 120 s"},
+         "reference": f"median {statistics.median(log_lag):.2f} s; {missing} not landed in 120 s",
+         "reference_name": "commit -> topic, p95", "reference_seconds": p95(topic_lag)},
     ]  # fmt: skip
     report("kafka_follow", rows, {"changes": args.changes, "every": args.every, "interval": args.interval})
 

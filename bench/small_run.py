@@ -168,6 +168,7 @@ def main() -> None:
             "items": args.changes, "seconds": seconds, "rate": args.changes / seconds,
             "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {inside} s inside the job; "
                          f"{_written(state)}",
+            "reference_name": "a trivial spark-submit", "reference_seconds": t_trivial,
         })  # fmt: skip
         if args.few:
             _change(pg.url, args.rows, args.few, seed=3)
@@ -177,6 +178,7 @@ def main() -> None:
                 "measure": f"third reconcile, {args.few:,} changes",
                 "items": args.few, "seconds": seconds, "rate": args.few / seconds,
                 "reference": f"{seconds / t_trivial:.1f}x the trivial spark-submit; {_written(state)}",
+                "reference_name": "a trivial spark-submit", "reference_seconds": t_trivial,
             })  # fmt: skip
         t_trivial2, _ = timed(lambda: _submit(trivial))
     out_rows.append({"measure": "  reference: trivial spark-submit (read 1 Parquet, count)", "items": 1,

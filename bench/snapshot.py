@@ -185,6 +185,7 @@ def main() -> None:
                                  f"peak RSS {max(g['peak'] for g in got) / 2**20:.0f} MiB; "
                                  f"{statistics.median(g['ops'] for g in got):,.0f} writer updates; "
                                  f"{statistics.median(g['bytes'] for g in got) / 1e6:.0f} MB Parquet",
+                    "reference_name": "COPY", "reference_seconds": ref,
                 })  # fmt: skip
                 rows_out.append({"measure": "    its reading (snapshot status)", "items": got[0]["rows"], "seconds": reading,
                                  "rate": got[0]["rows"] / reading,
