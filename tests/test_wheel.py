@@ -2,7 +2,8 @@
 outside the checkout. From an empty folder: the demo and every command it prints (verify and its repair,
 which re-snapshots and reconciles through spark-submit); then docs/getting-started.md as written, its
 source's URL alone changed: a database of the user's under a writer, through the command line, then
-the snapshot DAG in a plain Airflow home whose DAG files `cdc-backfill dags` wrote (no plugins folder)."""
+the snapshot DAG in a plain Airflow home whose DAG files `cdc-backfill dags` wrote (no plugins folder),
+and the reconcile guide's first block on the lake they made."""
 
 from __future__ import annotations
 
@@ -103,3 +104,10 @@ def getting_started(folder: Path, url: str, env: dict[str, str]) -> None:
     for line in airflow_lines:  # exits 0 only when the run succeeded: ... reconcile, verify
         shell.run(line)
     assert len(list((folder / "state" / "public.orders" / "_delta_log").glob("*.json"))) > versions
+
+    # the reconcile guide's block, in the same folder and shell: reconcile, read the state, verify, repair
+    # (a command the page above ran word for word is not run again)
+    ran = {line.split(" # ", 1)[0].strip() for line in shell.ran}
+    for line in block_under("docs/guides/reconcile-and-verify.md", "## Reconcile and verify"):
+        if line.split(" # ", 1)[0].strip() not in ran:
+            shell.run(line)

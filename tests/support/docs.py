@@ -24,6 +24,7 @@ class Shell:
 
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
         self.cwd, self.env = cwd, dict(env)
+        self.ran: list[str] = []  # the lines run, in order
 
     def run(self, line: str, timeout: float = 900) -> str:
         """The line's stdout; fails, with what it printed, unless it exits 0."""
@@ -32,6 +33,7 @@ class Shell:
         res = subprocess.run(["bash", "-c", script], cwd=self.cwd, env=self.env, capture_output=True,
                              text=True, timeout=timeout)  # fmt: skip
         assert res.returncode == 0, f"{line}\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}"
+        self.ran.append(line)
         if exports:
             self.env = dict(kv.split("=", 1) for kv in res.stdout.split("\0") if "=" in kv)
             return ""
