@@ -42,6 +42,12 @@ def test_the_closing_commands_name_this_venv_and_the_state_folder(tmp_path: Path
     assert cmds[-1] == "make airflow"
     assert "duckdb -c" not in " ".join(cmds)
     assert "make airflow" not in [c for c, _ in next_commands("x", Path("s"), with_make=False)]
+    # with the server kept, Airflow is started on it and on the demo's lake
+    kept = next_commands("x", tmp_path / "state", True, "postgresql://u@h:1/db", tmp_path / "landing")
+    assert kept[-1][0] == (
+        f"CDC_BACKFILL_SOURCE_URL=postgresql://u@h:1/db CDC_BACKFILL_LANDING={tmp_path / 'landing'} "
+        f"CDC_BACKFILL_STATE={tmp_path / 'state'} make airflow"
+    )
 
 
 @pytest.mark.slow

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 
 SOURCE_URL_ENV = "CDC_BACKFILL_SOURCE_URL"
 CONFIG_ENV = "CDC_BACKFILL_CONFIG"
+# every command's --source, as its --help says it
+SOURCE_HELP = (
+    "the source database's URL, postgresql://user:password@host:5432/db (default: CDC_BACKFILL_SOURCE_URL, "
+    "then the config file)"
+)
 
 
 class ConfigError(ValueError):
@@ -147,7 +152,7 @@ def _url_from_file(path: Path) -> str | None:
     if source is None:
         return None
     if not isinstance(source, dict) or not isinstance(source.get("url"), str):
-        raise ConfigError(f'{path}: [source] must have url = "<SQLAlchemy URL>"')
+        raise ConfigError(f'{path}: [source] must have url = "postgresql://user:password@host:5432/db"')
     return source["url"]
 
 

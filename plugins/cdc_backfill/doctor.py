@@ -65,6 +65,7 @@ def check_python() -> Check:
 def check_postgres(source: str | None = None) -> Check:
     """The configured source, or (none configured) the embedded server started and stopped for the check."""
     from cdc_backfill.pg.checks import check_logical_decoding
+    from cdc_backfill.pg.refusals import source_refusal
 
     try:
         setting = resolve_source(source)
@@ -83,6 +84,14 @@ def check_postgres(source: str | None = None) -> Check:
             ready = check_logical_decoding(setting.url)
         except Exception as exc:
             # the server's own first line says which: a wrong password, an unknown database, no server
+            refusal = source_refusal(exc, setting.url)
+            if refusal:  # connected, and refused for a setting or a privilege
+                return Check(
+                    "PostgreSQL",
+                    False,
+                    f"{setting.masked} (from {setting.origin}): {refusal.what}",
+                    refusal.fix,
+                )
             orig = getattr(exc, "orig", exc)
             reason = (str(orig).strip().splitlines() or [type(exc).__name__])[0]
             return Check(

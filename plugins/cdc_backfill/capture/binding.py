@@ -109,8 +109,8 @@ def check_binding(conn: sa.Connection, landing: Path, slot: str, schema: str | N
     if row is not None and (meta is None or row.landing_id != meta["id"]):
         raise SlotBindingError(
             f"slot {slot} belongs to the landing zone {row.landing}, not {lake_path(landing).resolve()}: give "
-            f"--landing {row.landing} to go on with it, or --slot NAME to start a second landing zone "
-            "with a slot of its own"
+            f"that landing zone (--landing {row.landing}, or the DAG's landing folder) to go on with it, or, "
+            "from the command line, --slot NAME to start a second landing zone with a slot of its own"
         )
     return source
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from cdc_backfill.names import collection_name
 from cdc_backfill.names import quote_ident as _ident
 from cdc_backfill.pg.catalog import user_tables
+from cdc_backfill.pg.refusals import INSUFFICIENT_PRIVILEGE
 
 DEFAULT_SLOT = "cdc_backfill"
 DEFAULT_PUBLICATION = "cdc_backfill"
@@ -91,9 +92,22 @@ def ensure_publication(conn: sa.Connection, name: str, tables: Sequence[TableChe
     missing = [t for t in tables if (t.schema, t.table) not in have]
     names = ", ".join(f"{_ident(t.schema)}.{_ident(t.table)}" for t in missing)
     if not exists:
-        conn.execute(sa.text(f"CREATE PUBLICATION {_ident(name)}" + (f" FOR TABLE {names}" if names else "")))
+        statement = f"CREATE PUBLICATION {_ident(name)}" + (f" FOR TABLE {names}" if names else "")
     elif missing:
-        conn.execute(sa.text(f"ALTER PUBLICATION {_ident(name)} ADD TABLE {names}"))
+        statement = f"ALTER PUBLICATION {_ident(name)} ADD TABLE {names}"
+    else:
+        return []
+    try:
+        conn.execute(sa.text(statement))
+    except sa.exc.ProgrammingError as exc:
+        if getattr(exc.orig, "pgcode", None) != INSUFFICIENT_PRIVILEGE:
+            raise
+        # only the tables' owners (or a superuser) may publish them: they can create it for this role
+        raise CaptureError(
+            f"this role may not publish {', '.join(t.collection for t in missing)} "
+            f"({str(exc.orig).strip().splitlines()[0]}): "
+            f"run {statement}; as their owner or a superuser, and the capture uses the publication as it is"
+        ) from None
     return [t.collection for t in missing]
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cdc_backfill.capture.debezium.settings import DEFAULT_SLOT
-from cdc_backfill.config import require_source_url
+from cdc_backfill.config import SOURCE_HELP, require_source_url
 from cdc_backfill.lakepath import lake_path
 
 CAPTURE_EPILOG = """examples:
@@ -206,9 +206,7 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
         epilog=CAPTURE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    pg.add_argument(
-        "--source", metavar="URL", help="SQLAlchemy URL (default: CDC_BACKFILL_SOURCE_URL or config)"
-    )
+    pg.add_argument("--source", metavar="URL", help=SOURCE_HELP)
     pg.add_argument(
         "--landing", required=True, metavar="DIR", help="the landing zone (the log goes to DIR/log)"
     )

@@ -158,8 +158,8 @@ def add_doctor_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     doctor.add_argument(
         "--source",
         metavar="URL",
-        help="SQLAlchemy URL of the source (default: CDC_BACKFILL_SOURCE_URL, the config file, "
-        "else an embedded server started for the check)",
+        help="the source database's URL, postgresql://user:password@host:5432/db (default: "
+        "CDC_BACKFILL_SOURCE_URL, the config file, else an embedded server started for the check)",
     )
     doctor.add_argument("--fix", action="store_true", help="migrate Airflow's metadata DB if needed")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
@@ -281,6 +281,7 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
     URL the command was given, named (password masked) when it cannot be reached."""
     from cdc_backfill.config import ConfigError, mask_url
     from cdc_backfill.extras import missing_extra
+    from cdc_backfill.pg.refusals import source_refusal
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.spark.packages import ConnectorError
     from cdc_backfill.storage import StorageError
@@ -297,6 +298,9 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
         from cdc_backfill.signals.store import missing_tables_hint
 
         return missing_tables_hint(missing)
+    refusal = source_refusal(exc, source or configured_source())
+    if refusal:
+        return str(refusal)
     if name == "OperationalError":  # SQLAlchemy's and psycopg2's: the server was not reached
         detail = first.removeprefix("(psycopg2.OperationalError) ")
         where = f" {mask_url(source)}" if source else ""
@@ -309,6 +313,17 @@ def error_line(exc: BaseException, source: str | None = None) -> str:
             "the network)"
         )
     return f"{name}: {mask_url(first)} (run with -v for the details)"
+
+
+def configured_source() -> str | None:
+    """The source named by the environment or the config file, None when none is (or it is unusable)."""
+    from cdc_backfill.config import ConfigError, resolve_source
+
+    try:
+        setting = resolve_source()
+    except ConfigError:
+        return None
+    return setting.url if setting else None
 
 
 def is_store_error(exc: BaseException) -> bool:
@@ -336,10 +351,13 @@ def error_status(exc: BaseException) -> int:
     that cannot be reached, 1 for anything else."""
     from cdc_backfill.config import ConfigError
     from cdc_backfill.extras import missing_extra
+    from cdc_backfill.pg.refusals import source_refusal
     from cdc_backfill.signals.model import SignalError
     from cdc_backfill.storage import StorageError
 
     if isinstance(exc, ConfigError | SignalError | StorageError) or missing_bookkeeping_table(exc):
+        return 2
+    if source_refusal(exc):  # the source's settings or privileges: the user's to change
         return 2
     if missing_extra(exc):
         return 2

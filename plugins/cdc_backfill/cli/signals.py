@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from cdc_backfill.config import require_source_url
+from cdc_backfill.config import SOURCE_HELP, require_source_url
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.snapshot.sizing import ADAPTIVE_SIZES
 
@@ -203,7 +203,7 @@ def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
     """(the options of every action: where the signal table is; those of the actions that send a
     signal, on top)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--source", metavar="URL", help="SQLAlchemy URL of the source database")
+    common.add_argument("--source", metavar="URL", help=SOURCE_HELP)
     common.add_argument(
         "--signal-table",
         metavar="SCHEMA.TABLE",

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from cdc_backfill.config import require_source_url
+from cdc_backfill.config import SOURCE_HELP, require_source_url
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.snapshot.compression import CHUNK_COMPRESSIONS
 
@@ -81,9 +81,7 @@ def add_snapshot_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     kinds = snap.add_subparsers(dest="snapshot_command", metavar="ACTION", required=True)
     run = kinds.add_parser("run", help="execute accepted execute-snapshot signals", epilog=SNAPSHOT_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    run.add_argument(
-        "--source", metavar="URL", help="SQLAlchemy URL (default: CDC_BACKFILL_SOURCE_URL or config)"
-    )
+    run.add_argument("--source", metavar="URL", help=SOURCE_HELP)
     run.add_argument(
         "--landing", required=True, metavar="DIR", help="chunks go to DIR/snapshots/<collection>/"
     )

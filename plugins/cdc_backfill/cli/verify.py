@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import make_url
 
-from cdc_backfill.config import mask_url, require_source_url, source_engine
+from cdc_backfill.config import SOURCE_HELP, mask_url, require_source_url, source_engine
 from cdc_backfill.lakepath import lake_path
 from cdc_backfill.landing.layout import collection_dir
 from cdc_backfill.signals.tables import DEFAULT_SIGNAL_TABLE
@@ -249,7 +249,7 @@ def add_verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         epilog=VERIFY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--source", metavar="URL", help="SQLAlchemy URL of the source database")
+    p.add_argument("--source", metavar="URL", help=SOURCE_HELP)
     p.add_argument(
         "--state", required=True, metavar="DIR", help="the state folder that `reconcile --state` wrote"
     )

@@ -208,7 +208,7 @@ def _run_demo(
 
     from cdc_backfill.pg.embedded import EmbeddedPostgres
 
-    console = Console()
+    console = Console(soft_wrap=True)  # a long line (a URL, a command) stays one line in a log or pipe
     f = Figures(rows=rows)
     t0 = time.monotonic()
     pg = EmbeddedPostgres(folder / "postgres", settings={"max_wal_size": "1GB"}).start()
@@ -311,10 +311,14 @@ def _snapshot_with_progress(run: _Run, snap: SnapshotEngine) -> None:
 
     threading.Thread(target=snapshot, name="demo-snapshot", daemon=True).start()
     progress = ProgressStore(run.sa_engine, None)
-    with Live(console=run.console, refresh_per_second=4) as live:
-        while not done.wait(0.5):
+    if run.console.is_terminal:
+        with Live(console=run.console, refresh_per_second=4) as live:
+            while not done.wait(0.5):
+                live.update(render(summarize(progress.ranges())))
             live.update(render(summarize(progress.ranges())))
-        live.update(render(summarize(progress.ranges())))
+    else:  # a log file or a pipe: the final table once, on lines of its own
+        done.wait()
+        run.console.print(render(summarize(progress.ranges())))
     if failure:
         raise failure[0]
 

@@ -40,6 +40,14 @@ def next_commands(
         ),
     ]
     cmds += live
-    if with_make:
-        cmds.append(("make airflow", "the Airflow UI with this project's DAGs (Ctrl-C stops it)"))
+    if with_make and url and landing:  # Airflow on the kept server and the demo's lake
+        lake = f"CDC_BACKFILL_LANDING={shlex.quote(str(landing.resolve()))} CDC_BACKFILL_STATE={shlex.quote(str(state.resolve()))}"
+        cmds.append((
+            f"CDC_BACKFILL_SOURCE_URL={shlex.quote(url)} {lake} make airflow",
+            "the Airflow UI on the demo's source and lake: its progress page shows this snapshot (Ctrl-C stops it)",
+        ))  # fmt: skip
+    elif with_make:
+        cmds.append(
+            ("make airflow", "the Airflow UI with this project's DAGs, no source yet (Ctrl-C stops it)")
+        )
     return cmds

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from cdc_backfill.config import mask_url, source_engine
+from cdc_backfill.pg.refusals import source_refusal
 from cdc_backfill.signals.model import ENGINE_TYPES, Signal, SignalError, check_row_limits
 from cdc_backfill.signals.reflect import read_catalog
 from cdc_backfill.signals.source_tables import Catalog, collection_name
@@ -126,8 +127,9 @@ class SignalStore:
             raise SignalError(f"a signal with id {signal.id!r} already exists: choose another --id") from None
         except SQLAlchemyError as exc:
             self.require_tables()
+            refusal = source_refusal(exc, self.url)
             raise SignalError(
-                f"could not write the signal: {type(exc).__name__}: {exc.orig or exc}"
+                f"could not write the signal: {refusal or f'{type(exc).__name__}: {exc.orig or exc}'}"
             ) from None
         log.info(
             "signal %s (%s) written for %s",

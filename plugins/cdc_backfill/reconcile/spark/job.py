@@ -207,6 +207,10 @@ def reconcile_one(
     log.info("%s: done in %.1f s: %s rows, %s events applied, READs %s applied / %s dropped / %s waiting",
              r.collection, time.time() - t0, f"{info['rows']:,}", f"{info['events_applied']:,}", f"{info['reads_applied']:,}",
              f"{info['reads_dropped']:,}", f"{info['reads_waiting']:,}")  # fmt: skip
+    if info["reads_waiting"]:
+        log.info("%s: %s READ rows wait for the stream to pass their chunks' windows: once the capture has "
+                 "landed it (a drain, or the next roll of a capture that follows), the next reconcile applies "
+                 "them", r.collection, f"{info['reads_waiting']:,}")  # fmt: skip
     for snapshot, what in info.get("snapshots", {}).items():
         log.info("%s: snapshot %s: %s", r.collection, snapshot, what)
     if info["phantoms_removed"]:
