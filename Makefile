@@ -155,8 +155,9 @@ bench: $(STAMP) bytecode
 	$(PY) -m bench.debezium --rows $(or $(DEBEZIUM_ROWS),200000)
 	$(PY) -m bench.kafka --records $(or $(KAFKA_RECORDS),200000)
 	$(PY) -m bench.kafka_follow
-	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow
-	$(PY) -m bench.plot parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow
+	$(PY) -m bench.lake --events $(or $(RECONCILE_EVENTS),1000000)
+	$(PY) -m bench.summary parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow lake_$(or $(RECONCILE_EVENTS),1000000)
+	$(PY) -m bench.plot parse_events capture snapshot reconcile_$(or $(RECONCILE_EVENTS),1000000) small_run debezium kafka kafka_follow lake_$(or $(RECONCILE_EVENTS),1000000)
 
 # docs/ as a site (mkdocs.yml), into build/site; a broken link or a page out of the navigation fails it
 docs: $(STAMP)

@@ -37,7 +37,7 @@ def draw(panels: dict[str, list[dict[str, Any]]], out: Path) -> None:
     matplotlib.use("Agg")  # a file, never a window
     import matplotlib.pyplot as plt
 
-    heights = [1.0 + 0.55 * len(rows) for rows in panels.values()]
+    heights = [1.0 + 0.7 * len(rows) for rows in panels.values()]
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, sum(heights)), squeeze=False,
                              gridspec_kw={"height_ratios": heights})  # fmt: skip
     for ax, (name, rows) in zip(axes[:, 0], panels.items(), strict=True):
@@ -49,7 +49,7 @@ def draw(panels: dict[str, list[dict[str, Any]]], out: Path) -> None:
         for y, row, m, r in zip(ys, rows, mine, refs, strict=True):
             ax.text(m, y - 0.2, f" {m:.2f} s ({m / r:.2f}x)", va="center", fontsize=8)
             ax.text(r, y + 0.2, f" {r:.2f} s: {row['reference_name']}", va="center", fontsize=8)
-        ax.set_yticks(list(ys), [textwrap.shorten(r["measure"].strip(), 48) for r in rows], fontsize=8)
+        ax.set_yticks(list(ys), [textwrap.fill(r["measure"].strip(), 34) for r in rows], fontsize=8)
         ax.invert_yaxis()
         ax.set_title(name, loc="left", fontsize=10)
         ax.set_xlim(0, max(mine + refs) * 1.45)
