@@ -71,7 +71,7 @@ def _commit(end_lsn: int) -> bytes:
 
 def _loop() -> PostgresCapture:
     cap = PostgresCapture.__new__(PostgresCapture)  # the loop alone: no source, no landing
-    cap.sink, cap.stats, cap._skip_to, cap._relations, cap._stop = _Sink(), CaptureStats(), (0,), {}, False
+    cap.sink, cap.stats, cap._skip_to, cap._relations, cap._stop_at = _Sink(), CaptureStats(), (0,), {}, None
     cap._signals = None
     cap.request_stop()  # as the SIGTERM handler does
     return cap

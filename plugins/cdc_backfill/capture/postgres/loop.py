@@ -109,8 +109,7 @@ class PostgresCapture:
             SinkOptions(self.landing, slot, roll_bytes, roll_seconds)
         )  # opened by run(), once setup() found the landing the slot's
         self._relations: dict[int, Any] = {}  # relid -> the sink's LogRelation
-        self._stop = False
-        self._stop_at: float | None = None  # when the first stop was asked for
+        self._stop_at: float | None = None  # when the first stop was asked for; None: none was
         self._signals: StopSignals | None = None  # while following: SIGTERM and SIGINT ask for a stop
         self._skip_to = self.sink.landed()
 
@@ -125,11 +124,12 @@ class PostgresCapture:
         """The first stop lets the transaction being read commit (within ``STOP_GRACE_SECONDS``), a
         second one stops now; what is not landed comes again either way."""
         now = time.monotonic()
-        if self._stop and self._stop_at is not None:
-            self._stop_at = now - STOP_GRACE_SECONDS - 1
-        else:
-            self._stop_at = now
-        self._stop = True
+        self._stop_at = now if self._stop_at is None else now - STOP_GRACE_SECONDS - 1
+
+    @property
+    def stopping(self) -> bool:
+        """A stop was asked for."""
+        return self._stop_at is not None
 
     def _poll_signals(self) -> None:
         if self._signals is not None:
@@ -138,11 +138,7 @@ class PostgresCapture:
 
     def _stop_overdue(self) -> bool:
         """A stop was asked for longer ago than the grace a transaction's rest is given."""
-        if not self._stop:
-            return False
-        if self._stop_at is None:
-            self._stop_at = time.monotonic()
-        return time.monotonic() - self._stop_at > STOP_GRACE_SECONDS
+        return self._stop_at is not None and time.monotonic() - self._stop_at > STOP_GRACE_SECONDS
 
     def _roll_and_confirm(self, cur: Any) -> None:
         before = self.sink.files_written
@@ -192,7 +188,7 @@ class PostgresCapture:
         told = False
         read = 0
         while True:
-            if self._stop and not told:
+            if self.stopping and not told:
                 log.info("stop asked for: stopping after the transaction being read, once it is landed")
                 told = True
             if state.in_txn and self._stop_overdue():
@@ -206,7 +202,7 @@ class PostgresCapture:
             if msg is None:
                 if not state.in_txn and self.sink.due:
                     self._roll_and_confirm(cur)
-                if self._stop and not state.in_txn:
+                if self.stopping and not state.in_txn:
                     return state
                 if deadline is not None and time.monotonic() > deadline:
                     raise CaptureError("drain did not reach its marker in time")
@@ -225,7 +221,7 @@ class PostgresCapture:
             if not state.in_txn:
                 if self.sink.due:
                     self._roll_and_confirm(cur)
-                if self._stop:
+                if self.stopping:
                     return state
 
     # ------------------------------------------------------------ messages, decoded once
