@@ -3,7 +3,7 @@ outside the checkout. From an empty folder: the demo and every command it prints
 which re-snapshots and reconciles through spark-submit); then docs/getting-started.md as written, its
 source's URL alone changed: a database of the user's under a writer, through the command line, then
 the snapshot DAG in a plain Airflow home whose DAG files `cdc-backfill dags` wrote (no plugins folder),
-and the reconcile guide's first block on the lake they made."""
+and the guides' blocks of the reconcile, the signals and the engine on the lake they made."""
 
 from __future__ import annotations
 
@@ -105,9 +105,20 @@ def getting_started(folder: Path, url: str, env: dict[str, str]) -> None:
         shell.run(line)
     assert len(list((folder / "state" / "public.orders" / "_delta_log").glob("*.json"))) > versions
 
-    # the reconcile guide's block, in the same folder and shell: reconcile, read the state, verify, repair
-    # (a command the page above ran word for word is not run again)
-    ran = {line.split(" # ", 1)[0].strip() for line in shell.ran}
-    for line in block_under("docs/guides/reconcile-and-verify.md", "## Reconcile and verify"):
-        if line.split(" # ", 1)[0].strip() not in ran:
+    # the guides' blocks, in the same folder and shell: reconcile, read the state, verify, repair; the
+    # signals; the engine (a command run before word for word is not run again)
+    for page, heading in GUIDE_BLOCKS:
+        ran = {line.split(" # ", 1)[0].strip() for line in shell.ran}
+        new = [line for line in block_under(page, heading) if line.split(" # ", 1)[0].strip() not in ran]
+        assert new, (page, heading)  # each block has commands of its own
+        for line in new:
             shell.run(line)
+
+
+# the guides' blocks that run on the lake the page made (the capture's block follows the stream until
+# stopped: its commands run in the capture tests)
+GUIDE_BLOCKS = [
+    ("docs/guides/reconcile-and-verify.md", "## Reconcile and verify"),
+    ("docs/guides/postgresql.md", "## Signals"),
+    ("docs/guides/postgresql.md", "## Snapshot engine"),
+]
