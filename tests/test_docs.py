@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.support.docs import command_of
 
 REFERENCE = ROOT / "docs" / "reference" / "configuration.md"
 PACKAGE = ROOT / "plugins" / "cdc_backfill"
@@ -80,7 +81,7 @@ def documented_commands() -> list[tuple[str, str]]:
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", page.read_text(), re.S):
             for line in block.replace("\\\n", " ").splitlines():  # a command continued on the next line
-                for part in line.split(" # ", 1)[0].split(";"):  # commands, their comments left out
+                for part in command_of(line).split(";"):  # commands, their comments left out
                     command = part.strip().removeprefix("$ ")
                     if command.startswith(("cdc-backfill ", ".venv/bin/cdc-backfill ")):
                         out.append((str(page.relative_to(ROOT)), command))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.docs import Shell, block_under
+from tests.support.docs import Shell, block_under, command_of
 from tests.support.pg import plain_url
 from tests.support.workload import Writers, seed
 
@@ -108,8 +108,8 @@ def getting_started(folder: Path, url: str, env: dict[str, str]) -> None:
     # the guides' blocks, in the same folder and shell: reconcile, read the state, verify, repair; the
     # signals; the engine (a command run before word for word is not run again)
     for page, heading in GUIDE_BLOCKS:
-        ran = {line.split(" # ", 1)[0].strip() for line in shell.ran}
-        new = [line for line in block_under(page, heading) if line.split(" # ", 1)[0].strip() not in ran]
+        ran = {command_of(line) for line in shell.ran}
+        new = [line for line in block_under(page, heading) if command_of(line) not in ran]
         assert new, (page, heading)  # each block has commands of its own
         for line in new:
             shell.run(line)

@@ -19,6 +19,11 @@ def block_under(page: str, heading: str) -> list[str]:
     return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
+def command_of(line: str) -> str:
+    """A block's line without its comment (`` # ...``)."""
+    return line.split(" # ", 1)[0].strip()
+
+
 class Shell:
     """One user's shell in ``cwd``: each line run by bash with the environment the lines before it left."""
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from cdc_backfill.names import collection_name
 from cdc_backfill.names import quote_ident as _ident
 from cdc_backfill.pg.catalog import user_tables
-from cdc_backfill.pg.refusals import INSUFFICIENT_PRIVILEGE
+from cdc_backfill.pg.refusals import INSUFFICIENT_PRIVILEGE, server_message
 
 DEFAULT_SLOT = "cdc_backfill"
 DEFAULT_PUBLICATION = "cdc_backfill"
@@ -104,8 +104,7 @@ def ensure_publication(conn: sa.Connection, name: str, tables: Sequence[TableChe
             raise
         # only the tables' owners (or a superuser) may publish them: they can create it for this role
         raise CaptureError(
-            f"this role may not publish {', '.join(t.collection for t in missing)} "
-            f"({str(exc.orig).strip().splitlines()[0]}): "
+            f"this role may not publish {', '.join(t.collection for t in missing)} ({server_message(exc)}): "
             f"run {statement}; as their owner or a superuser, and the capture uses the publication as it is"
         ) from None
     return [t.collection for t in missing]

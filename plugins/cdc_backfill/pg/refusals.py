@@ -31,12 +31,8 @@ class Refusal:
 def source_refusal(exc: BaseException, source: str | None = None) -> Refusal | None:
     """The refusal ``exc`` reports, or None when it is none; ``source``: the URL used, for its role's
     name (``<role>`` when unknown)."""
-    orig = getattr(exc, "orig", None) or exc
-    code = getattr(orig, "pgcode", None)
-    first = (str(orig).strip().splitlines() or [""])[0]
-    first = re.split(r"\b(?:FATAL|ERROR):\s+", first)[
-        -1
-    ].strip()  # libpq: "connection ... failed: FATAL:  ..."
+    code = getattr(getattr(exc, "orig", None) or exc, "pgcode", None)
+    first = server_message(exc)
     role = role_of(source)
     if "wal_level" in first and "logical" in first:
         return Refusal(
@@ -64,6 +60,13 @@ def source_refusal(exc: BaseException, source: str | None = None) -> Refusal | N
             f"run ALTER TABLE {owner[1]} OWNER TO {role}; as its owner, or run the command as that role",
         )
     return Refusal(f"the role {role} was refused: {first}", "grant it what the message names, as a superuser")
+
+
+def server_message(exc: BaseException) -> str:
+    """The server's own first line of ``exc`` (SQLAlchemy's wrapper and libpq's ``connection ... failed:
+    FATAL:`` prefix left out)."""
+    first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+    return re.split(r"\b(?:FATAL|ERROR):\s+", first)[-1].strip()
 
 
 def role_of(source: str | None) -> str:
